@@ -1,0 +1,140 @@
+#include "core/python.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#ifndef FLAGPROP_SOURCE_DIR
+#error "FLAGPROP_SOURCE_DIR must be defined by the build"
+#endif
+
+namespace flagprop {
+
+namespace {
+std::unique_ptr<py::scoped_interpreter>& interp() {
+  static std::unique_ptr<py::scoped_interpreter> p;
+  return p;
+}
+std::map<std::string, py::module_>& helperCache() {
+  static auto* m = new std::map<std::string, py::module_>();  // never destroyed: outlives the interpreter
+  return *m;
+}
+std::string envOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+}  // namespace
+
+std::string pythonPackageDir() {
+  return envOr("FLAGPROP_PYTHONPATH", std::string(FLAGPROP_SOURCE_DIR) + "/python");
+}
+
+std::string fixturesDir() {
+  return envOr("FLAGPROP_FIXTURES", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures");
+}
+
+void ensureInterpreter() {
+  if (Py_IsInitialized()) {
+    if (!interp()) {
+      // Someone else (e.g. a test main) owns the interpreter; just make sure
+      // our package is importable.
+    }
+  } else {
+    interp() = std::make_unique<py::scoped_interpreter>();
+    // Keep the interpreter alive until exit: destroying it after torch was
+    // imported is not supported by torch.
+    static struct Leak {
+      ~Leak() { (void)interp().release(); }
+    } leak;
+  }
+  py::gil_scoped_acquire gil;
+  py::module_ sys = py::module_::import("sys");
+  py::list path = sys.attr("path");
+  const std::string dir = pythonPackageDir();
+  bool present = false;
+  for (auto p : path) present = present || (py::str(p).cast<std::string>() == dir);
+  if (!present) path.insert(0, dir);
+  try {
+    py::module_::import("torch");
+  } catch (const py::error_already_set& e) {
+    throw std::runtime_error("flagprop: cannot import torch in the embedded interpreter: " + describe(e));
+  }
+  try {
+    helper("mocks");
+    helper("loader");
+    helper("observe");
+    helper("launch");
+  } catch (const py::error_already_set& e) {
+    throw std::runtime_error("flagprop: cannot import flagprop's Python helpers from " + dir + ": " +
+                             describe(e));
+  }
+}
+
+py::module_ helper(const char* name) {
+  auto& cache = helperCache();
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  py::module_ m = py::module_::import((std::string("flagprop.") + name).c_str());
+  cache.emplace(name, m);
+  return m;
+}
+
+json toJson(py::handle obj) {
+  if (obj.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
+  if (py::isinstance<py::int_>(obj)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+    if (overflow == 0 && !(v == -1 && PyErr_Occurred())) return v;
+    PyErr_Clear();
+    return py::str(obj).cast<std::string>();
+  }
+  if (py::isinstance<py::float_>(obj)) return obj.cast<double>();
+  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::bytes>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::dict>(obj)) {
+    json out = json::object();
+    for (auto item : py::reinterpret_borrow<py::dict>(obj))
+      out[py::str(item.first).cast<std::string>()] = toJson(item.second);
+    return out;
+  }
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    json out = json::array();
+    for (auto item : obj) out.push_back(toJson(item));
+    return out;
+  }
+  return py::repr(obj).cast<std::string>();
+}
+
+py::object fromJson(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return py::none();
+    case json::value_t::boolean: return py::bool_(v.get<bool>());
+    case json::value_t::number_integer: return py::int_(v.get<long long>());
+    case json::value_t::number_unsigned: return py::int_(v.get<unsigned long long>());
+    case json::value_t::number_float: return py::float_(v.get<double>());
+    case json::value_t::string: return py::str(v.get<std::string>());
+    case json::value_t::array: {
+      py::list out;
+      for (const auto& x : v) out.append(fromJson(x));
+      return std::move(out);
+    }
+    case json::value_t::object: {
+      py::dict out;
+      for (auto it = v.begin(); it != v.end(); ++it) out[py::str(it.key())] = fromJson(it.value());
+      return std::move(out);
+    }
+    default: return py::none();
+  }
+}
+
+std::string describe(const py::error_already_set& e) {
+  std::string what = e.what();
+  auto nl = what.find('\n');
+  if (nl != std::string::npos) what = what.substr(0, nl);
+  return what;
+}
+
+}  // namespace flagprop

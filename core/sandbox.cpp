@@ -1,0 +1,130 @@
+#include "core/sandbox.h"
+
+namespace flagprop {
+
+namespace {
+
+bool watched(const std::string& name, const std::vector<std::string>& roots) {
+  if (name == "torch") return true;  // torch itself only, not its hundreds of submodules
+  for (const auto& r : roots)
+    if (name == r || (name.size() > r.size() && name.compare(0, r.size(), r) == 0 && name[r.size()] == '.'))
+      return true;
+  return false;
+}
+
+// Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
+// only the keys that differ.
+void restoreDict(py::dict target, py::dict snap) {
+  std::vector<py::object> extra;
+  for (auto item : target)
+    if (!snap.contains(item.first)) extra.push_back(py::reinterpret_borrow<py::object>(item.first));
+  for (auto& k : extra) PyDict_DelItem(target.ptr(), k.ptr());
+  for (auto item : snap) {
+    PyObject* cur = PyDict_GetItem(target.ptr(), item.first.ptr());
+    if (cur != item.second.ptr()) PyDict_SetItem(target.ptr(), item.first.ptr(), item.second.ptr());
+  }
+}
+
+void restoreClass(py::handle cls, py::dict snap) {
+  py::dict now = py::dict(cls.attr("__dict__"));
+  for (auto item : now) {
+    std::string k = py::str(item.first);
+    if (k == "__dict__" || k == "__weakref__") continue;
+    if (!snap.contains(item.first)) PyObject_DelAttr(cls.ptr(), item.first.ptr());
+  }
+  for (auto item : snap) {
+    std::string k = py::str(item.first);
+    if (k == "__dict__" || k == "__weakref__" || k == "__doc__") continue;
+    PyObject* cur = PyDict_GetItem(now.ptr(), item.first.ptr());
+    if (cur != item.second.ptr()) PyObject_SetAttr(cls.ptr(), item.first.ptr(), item.second.ptr());
+  }
+  PyErr_Clear();
+}
+
+}  // namespace
+
+struct Sandbox::Impl {
+  bool restored = false;
+  py::dict modules;                                  // sys.modules copy
+  std::vector<std::pair<py::dict, py::dict>> dicts;  // (module __dict__, copy)
+  std::vector<std::pair<py::object, py::dict>> classes;
+  py::list path;
+  py::dict environ;
+  py::list filters;
+  py::list handlers;
+  py::object level;
+  py::object trace, profile;
+};
+
+Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
+  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target"};
+  roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
+  py::module_ sys = py::module_::import("sys");
+  py::dict mods = sys.attr("modules");
+  impl_->modules = py::dict(mods);
+  py::module_ builtins = py::module_::import("builtins");
+  py::object typeType = builtins.attr("type");
+  for (auto item : mods) {
+    std::string name = py::str(item.first);
+    if (!watched(name, roots)) continue;
+    py::object d = py::getattr(item.second, "__dict__", py::none());
+    if (!py::isinstance<py::dict>(d)) continue;
+    py::dict md = py::reinterpret_borrow<py::dict>(d);
+    impl_->dicts.emplace_back(md, py::dict(md));
+    if (name == "torch") continue;
+    for (auto kv : md) {
+      if (!PyType_Check(kv.second.ptr())) continue;
+      py::object cmod = py::getattr(kv.second, "__module__", py::none());
+      if (cmod.is_none() || !watched(py::str(cmod), roots)) continue;
+      impl_->classes.emplace_back(py::reinterpret_borrow<py::object>(kv.second),
+                                  py::dict(kv.second.attr("__dict__")));
+    }
+  }
+  impl_->path = py::list(sys.attr("path"));
+  impl_->environ = py::dict(py::module_::import("os").attr("environ"));
+  py::module_ warnings = py::module_::import("warnings");
+  impl_->filters = py::list(warnings.attr("filters"));
+  py::object root = py::module_::import("logging").attr("getLogger")();
+  impl_->handlers = py::list(root.attr("handlers"));
+  impl_->level = root.attr("level");
+  impl_->trace = sys.attr("gettrace")();
+  impl_->profile = sys.attr("getprofile")();
+}
+
+void Sandbox::restore() {
+  if (impl_->restored) return;
+  impl_->restored = true;
+  py::module_ sys = py::module_::import("sys");
+  sys.attr("settrace")(impl_->trace);
+  sys.attr("setprofile")(impl_->profile);
+  restoreDict(sys.attr("modules"), impl_->modules);
+  for (auto& [d, snap] : impl_->dicts) restoreDict(d, snap);
+  for (auto& [cls, snap] : impl_->classes) restoreClass(cls, snap);
+  py::list path = sys.attr("path");
+  path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
+  py::object environ = py::module_::import("os").attr("environ");
+  for (auto k : py::list(environ.attr("keys")()))
+    if (!impl_->environ.contains(k)) environ.attr("pop")(k, py::none());
+  for (auto kv : impl_->environ)
+    if (!environ.contains(kv.first) || !environ[kv.first].equal(kv.second)) environ[kv.first] = kv.second;
+  py::module_ warnings = py::module_::import("warnings");
+  py::list filters = warnings.attr("filters");
+  filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);
+  if (py::hasattr(warnings, "_filters_mutated")) warnings.attr("_filters_mutated")();
+  py::object root = py::module_::import("logging").attr("getLogger")();
+  py::list handlers = root.attr("handlers");
+  handlers.attr("__setitem__")(py::slice(0, py::len(handlers), 1), impl_->handlers);
+  root.attr("setLevel")(impl_->level);
+}
+
+Sandbox::~Sandbox() {
+  try {
+    restore();
+  } catch (...) {
+    // A destructor must not throw; a failed restore shows up in the next
+    // case's checks instead.
+  }
+  delete impl_;
+}
+
+}  // namespace flagprop

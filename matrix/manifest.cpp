@@ -1,0 +1,219 @@
+#include "matrix/manifest.h"
+
+#include "core/python.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace flagprop {
+
+namespace {
+
+std::string resolve(const std::string& baseDir, const std::string& p) {
+  fs::path path(p);
+  if (path.is_relative()) path = fs::path(baseDir) / path;
+  return fs::weakly_canonical(path).string();
+}
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key, const std::string& origin,
+                            nlohmann::json::value_t type, const char* what) {
+  if (!j.contains(key)) throw ManifestError(origin + ": missing field '" + what + "'");
+  const auto& v = j.at(key);
+  if (v.type() != type && !(type == nlohmann::json::value_t::number_integer && v.is_number_unsigned()))
+    throw ManifestError(origin + ": field '" + what + "' has the wrong type (" + v.type_name() + ")");
+  return v;
+}
+
+std::string optString(const nlohmann::json& j, const char* key, const std::string& origin, const char* what,
+                      const std::string& dflt) {
+  if (!j.contains(key) || j.at(key).is_null()) return dflt;
+  if (!j.at(key).is_string()) throw ManifestError(origin + ": field '" + what + "' must be a string");
+  return j.at(key).get<std::string>();
+}
+
+bool isHex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+nlohmann::json parseJsonFile(const std::string& path) {
+  const std::string text = readFile(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string msg = e.what();
+    auto pos = msg.find("parse error");
+    throw ManifestError(path + ": not valid JSON (" + (pos == std::string::npos ? msg : msg.substr(pos)) + ")");
+  }
+}
+
+}  // namespace
+
+bool Target::gatesOpen(const Gates& g) const {
+  return g.routesToFlagGems && std::find(gateBuilds.begin(), gateBuilds.end(), g.accelerator) != gateBuilds.end();
+}
+
+nlohmann::json Target::toJson() const {
+  nlohmann::json j = {{"manifest", manifestPath},
+                      {"name", name},
+                      {"device", device},
+                      {"installer",
+                       {{"mode", installerMode},
+                        {"module", installerModule},
+                        {"function", installerFunction},
+                        {"path", installerPath},
+                        {"sha256_expected", installerSha256}}},
+                      {"flag_gems", {{"kind", flagGemsKind}, {"path", flagGemsPath}, {"libentry_sha256_expected", libentrySha256}}},
+                      {"supply_helper", supplyHelper},
+                      {"gate_builds", gateBuilds},
+                      {"properties", properties},
+                      {"cases", cases}};
+  j["gates"] = gates ? flagprop::toJson(*gates) : nlohmann::json("generated");
+  return j;
+}
+
+std::string readFile(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw ManifestError(path + ": no such file");
+  if (fs::is_directory(path, ec)) throw ManifestError(path + ": is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ManifestError(path + ": cannot be read");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string sha256File(const std::string& path) {
+  readFile(path);  // clear error for a missing file
+  ensureInterpreter();
+  py::gil_scoped_acquire gil;
+  py::object h = py::module_::import("hashlib").attr("sha256")(py::bytes(readFile(path)));
+  return h.attr("hexdigest")().cast<std::string>();
+}
+
+Target parseTarget(const nlohmann::json& j, const std::string& origin, const std::string& baseDir) {
+  using vt = nlohmann::json::value_t;
+  if (!j.is_object()) throw ManifestError(origin + ": a target manifest must be a JSON object");
+  const auto schema = field(j, "schema", origin, vt::string, "schema").get<std::string>();
+  if (schema != "flagprop.target/1")
+    throw ManifestError(origin + ": schema is '" + schema + "', expected 'flagprop.target/1'");
+  Target t;
+  t.manifestPath = origin;
+  t.name = field(j, "name", origin, vt::string, "name").get<std::string>();
+  if (t.name.empty()) throw ManifestError(origin + ": field 'name' is empty");
+  for (char c : t.name)
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      throw ManifestError(origin + ": field 'name' may hold only letters, digits, '-', '_' and '.'");
+  t.description = optString(j, "description", origin, "description", "");
+  t.device = optString(j, "device", origin, "device", "cpu");
+
+  const auto& inst = field(j, "installer", origin, vt::object, "installer");
+  t.installerMode = optString(inst, "mode", origin, "installer.mode", "source");
+  if (t.installerMode != "source" && t.installerMode != "installed")
+    throw ManifestError(origin + ": installer.mode must be 'source' or 'installed', not '" + t.installerMode + "'");
+  t.installerModule = optString(inst, "module", origin, "installer.module", t.installerModule);
+  t.installerFunction = optString(inst, "function", origin, "installer.function", t.installerFunction);
+  if (t.installerMode == "source") {
+    const std::string p = field(inst, "path", origin, vt::string, "installer.path").get<std::string>();
+    t.installerPath = resolve(baseDir, p);
+    std::error_code ec;
+    if (!fs::is_regular_file(t.installerPath, ec))
+      throw ManifestError(origin + ": installer.path '" + p + "' does not exist (resolved to " + t.installerPath + ")");
+  }
+  t.installerSha256 = optString(inst, "sha256", origin, "installer.sha256", "");
+  if (!t.installerSha256.empty() && !isHex64(t.installerSha256))
+    throw ManifestError(origin + ": installer.sha256 must be 64 lower-case hex digits");
+
+  if (j.contains("flag_gems")) {
+    const auto& fg = field(j, "flag_gems", origin, vt::object, "flag_gems");
+    t.flagGemsKind = optString(fg, "kind", origin, "flag_gems.kind", "mock");
+    if (t.flagGemsKind != "mock" && t.flagGemsKind != "source" && t.flagGemsKind != "installed")
+      throw ManifestError(origin + ": flag_gems.kind must be 'mock', 'source' or 'installed', not '" + t.flagGemsKind + "'");
+    if (t.flagGemsKind == "source") {
+      const std::string p = field(fg, "path", origin, vt::string, "flag_gems.path").get<std::string>();
+      t.flagGemsPath = resolve(baseDir, p);
+      std::error_code ec;
+      if (!fs::is_regular_file(fs::path(t.flagGemsPath) / "flag_gems" / "utils" / "libentry.py", ec))
+        throw ManifestError(origin + ": flag_gems.path '" + p + "' has no flag_gems/utils/libentry.py (resolved to " +
+                            t.flagGemsPath + ")");
+    }
+    t.libentrySha256 = optString(fg, "libentry_sha256", origin, "flag_gems.libentry_sha256", "");
+    if (!t.libentrySha256.empty() && !isHex64(t.libentrySha256))
+      throw ManifestError(origin + ": flag_gems.libentry_sha256 must be 64 lower-case hex digits");
+    if (fg.contains("supply_helper")) {
+      if (!fg.at("supply_helper").is_boolean()) throw ManifestError(origin + ": flag_gems.supply_helper must be true or false");
+      t.supplyHelper = fg.at("supply_helper").get<bool>();
+    }
+  }
+  if (j.contains("gates") && !(j.at("gates").is_string() && j.at("gates") == "generate")) {
+    const auto& g = field(j, "gates", origin, vt::object, "gates");
+    Gates gates;
+    gates.accelerator = field(g, "accelerator", origin, vt::string, "gates.accelerator").get<std::string>();
+    gates.routesToFlagGems = field(g, "routes_to_flaggems", origin, vt::boolean, "gates.routes_to_flaggems").get<bool>();
+    t.gates = gates;
+  }
+  if (j.contains("gate_builds")) {
+    const auto& b = field(j, "gate_builds", origin, vt::array, "gate_builds");
+    t.gateBuilds.clear();
+    for (const auto& x : b) {
+      if (!x.is_string()) throw ManifestError(origin + ": gate_builds must list strings");
+      t.gateBuilds.push_back(x.get<std::string>());
+    }
+  }
+  if (j.contains("properties")) {
+    const auto& ps = field(j, "properties", origin, vt::array, "properties");
+    t.properties.clear();
+    for (const auto& x : ps) {
+      const std::string id = x.is_string() ? x.get<std::string>() : "";
+      if (id != "P1" && id != "P2" && id != "P3" && id != "P4")
+        throw ManifestError(origin + ": properties may name P1, P2, P3, P4; got " + x.dump());
+      t.properties.push_back(id);
+    }
+  }
+  if (j.contains("cases")) {
+    const auto& c = j.at("cases");
+    if (!c.is_number_integer() || c.get<long long>() < 1 || c.get<long long>() > 100000)
+      throw ManifestError(origin + ": cases must be an integer from 1 to 100000");
+    t.cases = c.get<int>();
+  }
+  if (j.contains("expect")) t.expect = field(j, "expect", origin, vt::object, "expect");
+  if (j.contains("labels"))
+    for (const auto& x : field(j, "labels", origin, vt::array, "labels"))
+      if (x.is_string()) t.labels.push_back(x.get<std::string>());
+  return t;
+}
+
+Target loadTarget(const std::string& path) {
+  const std::string abs = fs::weakly_canonical(fs::absolute(path)).string();
+  nlohmann::json j = parseJsonFile(abs);
+  return parseTarget(j, abs, fs::path(abs).parent_path().string());
+}
+
+std::vector<std::string> expandManifest(const std::string& path) {
+  const std::string abs = fs::weakly_canonical(fs::absolute(path)).string();
+  nlohmann::json j = parseJsonFile(abs);
+  if (!j.is_object() || !j.contains("schema") || !j.at("schema").is_string())
+    throw ManifestError(abs + ": missing field 'schema'");
+  const std::string schema = j.at("schema").get<std::string>();
+  if (schema == "flagprop.target/1") return {abs};
+  if (schema != "flagprop.matrix/1")
+    throw ManifestError(abs + ": schema is '" + schema + "', expected 'flagprop.matrix/1' or 'flagprop.target/1'");
+  if (!j.contains("targets") || !j.at("targets").is_array())
+    throw ManifestError(abs + ": missing field 'targets' (a list of target manifest paths)");
+  std::vector<std::string> out;
+  const std::string base = fs::path(abs).parent_path().string();
+  for (const auto& t : j.at("targets")) {
+    if (!t.is_string()) throw ManifestError(abs + ": 'targets' must list paths (strings)");
+    out.push_back(resolve(base, t.get<std::string>()));
+  }
+  return out;
+}
+
+std::string defaultManifest() { return fixturesDir() + "/targets/default.json"; }
+
+}  // namespace flagprop

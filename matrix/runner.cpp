@@ -1,0 +1,224 @@
+#include "matrix/runner.h"
+
+#include "reports/report.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace flagprop {
+
+namespace {
+
+std::string stem(const std::string& path) { return fs::path(path).stem().string(); }
+
+std::string ident(std::string s) {
+  for (auto& c : s)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+class PropertyTest : public testing::Test {
+ public:
+  PropertyTest(const PropertyDef* def, TargetSession* session, const RunOptions* opts, json* doc,
+               std::string outPath)
+      : def_(def), session_(session), opts_(opts), doc_(doc), outPath_(std::move(outPath)) {}
+  void TestBody() override {
+    std::cout << "[" << session_->target().name << "] " << def_->id << " " << def_->title << " ..." << std::flush;
+    PropertyOutcome o = def_->run(*session_, *opts_);
+    const json r = o.toJson();
+    (*doc_)["results"].push_back(r);
+    writeText(outPath_, doc_->dump(2));
+    std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
+    if (o.status != "pass") std::cout << ": " << o.reason.substr(0, 160);
+    std::cout << std::endl;
+    EXPECT_TRUE(resultExpected(*doc_, r)) << def_->id << " on " << session_->target().name << " was " << o.status
+                                          << ", expected otherwise: " << o.reason;
+  }
+
+ private:
+  const PropertyDef* def_;
+  TargetSession* session_;
+  const RunOptions* opts_;
+  json* doc_;
+  std::string outPath_;
+};
+
+}  // namespace
+
+int runTarget(const std::string& manifest, const std::string& outPath, const std::string& junitPath,
+              const CliOptions& opts) {
+  json doc = {{"manifest", manifest}, {"name", stem(manifest)}, {"status", "ok"}, {"results", json::array()}};
+  std::unique_ptr<TargetSession> session;
+  try {
+    Target t = loadTarget(manifest);
+    doc["name"] = t.name;
+    doc["description"] = t.description;
+    doc["expect"] = t.expect;
+    doc["labels"] = t.labels;
+    doc["target"] = t.toJson();
+    session = std::make_unique<TargetSession>(t);
+    doc["provenance"] = session->provenance();
+  } catch (const std::exception& e) {
+    doc["status"] = "error";
+    doc["error"] = e.what();
+    writeText(outPath, doc.dump(2));
+    std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;
+    return 1;
+  }
+  writeText(outPath, doc.dump(2));
+  std::vector<std::string> gtestArgs = {"flagprop"};
+  if (!junitPath.empty()) gtestArgs.push_back("--gtest_output=xml:" + junitPath);
+  gtestArgs.push_back("--gtest_brief=1");
+  std::vector<char*> argv;
+  for (auto& a : gtestArgs) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  testing::InitGoogleTest(&argc, argv.data());
+  RunOptions ropts = opts.run;
+  const std::string name = session->target().name;
+  for (const auto& def : properties()) {
+    const auto& wanted = session->target().properties;
+    if (std::find(wanted.begin(), wanted.end(), def.id) == wanted.end()) continue;
+    if (!opts.properties.empty() &&
+        std::find(opts.properties.begin(), opts.properties.end(), def.id) == opts.properties.end())
+      continue;
+    const PropertyDef* d = &def;
+    TargetSession* s = session.get();
+    json* dp = &doc;
+    const RunOptions* op = &ropts;
+    testing::RegisterTest(ident(name).c_str(), (std::string(def.id) + "_" + ident(def.title)).c_str(), nullptr, nullptr,
+                          __FILE__, __LINE__, [d, s, op, dp, outPath]() -> testing::Test* {
+                            return new PropertyTest(d, s, op, dp, outPath);
+                          });
+  }
+  const int rc = RUN_ALL_TESTS();
+  writeText(outPath, doc.dump(2));
+  return rc == 0 ? 0 : 1;
+}
+
+namespace {
+
+struct ChildResult {
+  int exitCode = -1;
+  int signal = 0;
+  bool timedOut = false;
+};
+
+ChildResult spawnAndWait(const std::vector<std::string>& args, int timeoutSeconds) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  ChildResult r;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  int status = 0;
+  while (true) {
+    pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+json readDoc(const std::string& path) {
+  try {
+    return json::parse(readFile(path));
+  } catch (const std::exception&) {
+    return json();
+  }
+}
+
+}  // namespace
+
+int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::vector<std::string>& argvForLog) {
+  CliOptions opts = optsIn;
+  if (opts.run.seed == 0) opts.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  fs::create_directories(opts.reportDir);
+  fs::create_directories(fs::path(opts.reportDir) / "targets");
+  fs::create_directories(fs::path(opts.reportDir) / "junit");
+  fs::create_directories(fs::path(opts.reportDir) / "reproducers");
+  const std::string reportDir = fs::absolute(opts.reportDir).string();
+
+  std::vector<std::string> manifests = opts.manifests;
+  if (manifests.empty()) manifests.push_back(defaultManifest());
+  json targets = json::array();
+  std::vector<std::string> targetPaths;
+  for (const auto& m : manifests) {
+    try {
+      for (const auto& p : expandManifest(m)) targetPaths.push_back(p);
+    } catch (const std::exception& e) {
+      std::cout << "error: " << e.what() << std::endl;
+      targets.push_back({{"name", stem(m)}, {"manifest", m}, {"status", "error"}, {"error", e.what()}, {"results", json::array()}});
+    }
+  }
+  std::cout << "flagprop: " << targetPaths.size() << " target(s), seed " << opts.run.seed << ", report in " << reportDir
+            << std::endl;
+  int index = 0;
+  for (const auto& path : targetPaths) {
+    ++index;
+    std::string name = stem(path);
+    const std::string out = (fs::path(reportDir) / "targets" / (std::to_string(index) + "_" + name + ".json")).string();
+    const std::string junit = (fs::path(reportDir) / "junit" / (std::to_string(index) + "_" + name + ".xml")).string();
+    std::cout << "== target " << index << "/" << targetPaths.size() << ": " << path << std::endl;
+    if (!opts.isolate) {
+      runTarget(path, out, junit, opts);
+    } else {
+      std::vector<std::string> args = {selfExe, "run-target", "--manifest", path, "--out", out, "--junit", junit,
+                                       "--seed", std::to_string(opts.run.seed), "--repro-dir",
+                                       (fs::path(reportDir) / "reproducers").string()};
+      if (opts.run.cases) args.insert(args.end(), {"--cases", std::to_string(opts.run.cases)});
+      if (!opts.run.reproduce.empty()) args.insert(args.end(), {"--reproduce", opts.run.reproduce});
+      for (const auto& p : opts.properties) args.insert(args.end(), {"--property", p});
+      const ChildResult r = spawnAndWait(args, opts.timeoutSeconds);
+      json doc = readDoc(out);
+      if (doc.is_null()) doc = {{"name", name}, {"manifest", path}, {"status", "error"}, {"results", json::array()}};
+      if (r.timedOut || r.signal || (r.exitCode != 0 && r.exitCode != 1)) {
+        std::string why = r.timedOut ? "target process timed out after " + std::to_string(opts.timeoutSeconds) + " s"
+                          : r.signal ? std::string("target process died with signal ") + std::to_string(r.signal) + " (" +
+                                           strsignal(r.signal) + ")"
+                                     : "target process exited with code " + std::to_string(r.exitCode);
+        std::cout << "[" << name << "] " << why << "; results written before that are kept" << std::endl;
+        doc["crash"] = why;
+        if (doc.value("status", "") != "error") {
+          doc["status"] = "ok";
+          doc["results"].push_back({{"property", "process"}, {"title", "target process"}, {"status", "error"}, {"reason", why}});
+        }
+      }
+      targets.push_back(doc);
+      continue;
+    }
+    targets.push_back(readDoc(out));
+  }
+  json runInfo = {{"seed", opts.run.seed}, {"command", argvForLog}, {"report_dir", reportDir}};
+  const json report = mergeReport(targets, runInfo);
+  writeText((fs::path(reportDir) / "report.json").string(), report.dump(2));
+  writeText((fs::path(reportDir) / "report.md").string(), renderMarkdown(report));
+  printSummary(report, std::cout);
+  std::cout << "report: " << reportDir << "/report.json (and report.md, junit/, reproducers/)" << std::endl;
+  return report.at("summary").at("unexpected").empty() ? 0 : 1;
+}
+
+}  // namespace flagprop

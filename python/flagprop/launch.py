@@ -1,0 +1,171 @@
+"""Launch and key drivers for P3 (stock fallback) and P4 (key equivalence).
+
+Each driver runs the same work on two ``LibEntry`` objects built from one mock
+spec: *A* on the class the installer patched (registered in ``sys.modules``)
+and *B* on a fresh, never-patched copy of the mocks. It returns raw facts only.
+"""
+
+import sys
+
+import torch
+
+from . import mocks
+
+
+def _materialize(arg, desc_cls):
+    """Turn a generated argument description into a value.
+
+    Tensors arrive already built (by the C++ tensor bridge); descriptor-like
+    objects are described as dicts ``{"descriptor": "triton"|"duck", ...}``.
+    """
+    if isinstance(arg, dict) and "descriptor" in arg:
+        cls = desc_cls if arg["descriptor"] == "triton" else _DuckDescriptor
+        return cls(None, arg["shape"], arg["strides"], arg["block_shape"], arg.get("padding", "zero"))
+    return arg
+
+
+class _DuckDescriptor:
+    """Descriptor-like object of another class that happens to share the name."""
+
+    def __init__(self, base, shape, strides, block_shape, padding="zero"):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.block_shape = list(block_shape)
+        self.padding = padding
+
+
+_DuckDescriptor.__name__ = "TensorDescriptor"
+
+
+def _stock_entry(spec):
+    mods = mocks.build(spec)
+    return mods["flag_gems.utils.libentry"].make_entry()
+
+
+def compare_keys(spec, spec_args, dns_args, const_args):
+    """Patched ``LibEntry.key`` against a never-patched stock key.
+
+    Returns ``{"fast": repr, "stock": repr, "equal": bool, "raised": str}``.
+    """
+    desc_cls = mocks.descriptor_class()
+    s = [_materialize(a, desc_cls) for a in spec_args]
+    d = [_materialize(a, desc_cls) for a in dns_args]
+    c = [_materialize(a, desc_cls) for a in const_args]
+    le = sys.modules["flag_gems.utils.libentry"]
+    a_entry = le.make_entry()
+    b_entry = _stock_entry(spec)
+    raised = ""
+    try:
+        fast = a_entry.key(list(s), list(d), list(c))
+    except Exception as e:
+        fast, raised = None, "fast key raised %s: %s" % (type(e).__name__, e)
+    try:
+        stock = b_entry.key(list(s), list(d), list(c))
+    except Exception as e:
+        stock, raised = None, raised or "stock key raised %s: %s" % (type(e).__name__, e)
+    equal = (not raised) and fast == stock and hash(fast) == hash(stock)
+    return {"fast": repr(fast), "stock": repr(stock), "equal": bool(equal), "raised": raised}
+
+
+def _cache(entry):
+    dev = sys.modules["flag_gems.runtime"].torch_device_fn.current_device()
+    return entry._cpu_cache if dev == "cpu" else entry.kernel_cache[dev]
+
+
+def run_launches(spec, launches_a, launches_b):
+    """Run the same launch sequence through patched A and stock B.
+
+    ``launches_a`` / ``launches_b`` are equal lists (separate tensors) of
+    ``{"kind", "args", "kwargs", "grid", "callable_grid"}``. Returns one dict
+    per launch: ``kind``, ``stock_calls`` (calls of the stock ``run`` on A),
+    ``cache_grew`` (A's cache gained an entry), ``equal`` (A's and B's output
+    tensors bitwise equal), ``a_out`` / ``b_out`` (first output value),
+    ``raised_a`` / ``raised_b``, ``keys_equal`` (A's and B's cache keys after
+    the launch are the same set).
+    """
+    le = sys.modules["flag_gems.utils.libentry"]
+    runtime_b = None
+    a_entry = le.make_entry()
+    b_mods = mocks.build(spec)
+    b_entry = b_mods["flag_gems.utils.libentry"].make_entry()
+    runtime_b = b_mods["flag_gems.runtime"]
+    out = []
+    for la, lb in zip(launches_a, launches_b):
+        before_runs = le.WITNESS["run"]
+        cache_a = _cache(a_entry)
+        n_before = len(cache_a)
+        res = {"kind": la["kind"], "raised_a": "", "raised_b": ""}
+        for entry, launch, tag in ((a_entry, la, "a"), (b_entry, lb, "b")):
+            grid = tuple(launch["grid"])
+            g = (lambda meta, grid=grid: grid) if launch.get("callable_grid") else grid
+            try:
+                entry.run(*launch["args"], grid=g, warmup=False, **launch["kwargs"])
+            except Exception as e:
+                res["raised_" + tag] = "%s: %s" % (type(e).__name__, e)
+        res["stock_calls"] = le.WITNESS["run"] - before_runs
+        res["cache_grew"] = len(cache_a) > n_before
+        ta = [x for x in la["args"] if isinstance(x, torch.Tensor)]
+        tb = [x for x in lb["args"] if isinstance(x, torch.Tensor)]
+        oa, ob = (ta[-1] if ta else None), (tb[-1] if tb else None)
+        res["equal"] = bool(
+            (oa is None and ob is None)
+            or (oa is not None and ob is not None and torch.equal(oa, ob))
+        )
+        res["a_out"] = float(oa.flatten()[0]) if oa is not None and oa.numel() else 0.0
+        res["b_out"] = float(ob.flatten()[0]) if ob is not None and ob.numel() else 0.0
+        dev_b = runtime_b.torch_device_fn.current_device()
+        cache_b = b_entry._cpu_cache if dev_b == "cpu" else b_entry.kernel_cache[dev_b]
+        try:
+            res["keys_equal"] = set(cache_a.keys()) == set(cache_b.keys())
+        except TypeError:
+            res["keys_equal"] = False
+        out.append(res)
+    return out
+
+
+def make_tensor(dtype, numel, offset, seed):
+    """The tensor a generated tensor argument describes (same values as the C++
+    bridge's makeTensorArg): ``numel`` elements ``offset`` elements into a fresh
+    1-D storage, value ``0.25 * i + seed % 97 - 3`` cast to ``dtype`` (for bool:
+    ``(value mod 2) >= 1``)."""
+    total = numel + offset
+    base = torch.arange(total, dtype=torch.float64) * 0.25 + float(seed % 97) - 3.0
+    if dtype == "bool":
+        base = torch.remainder(base, 2.0) >= 1.0
+    else:
+        base = base.to(getattr(torch, dtype))
+    return base.narrow(0, offset, numel)
+
+
+def value_from_json(v):
+    """Inverse of the C++ ``toJson(ArgValue)``: one generated argument."""
+    (kind, body), = v.items()
+    if kind == "tensor":
+        return make_tensor(body["dtype"], body["numel"], body["offset"], body["seed"])
+    if kind == "int":
+        return int(body)
+    if kind in ("float", "bool", "str"):
+        return body
+    if kind == "none":
+        return None
+    if kind == "descriptor":
+        return {"descriptor": body["class"], "shape": body["shape"], "strides": body["strides"],
+                "block_shape": body["block_shape"]}
+    raise ValueError("unknown argument kind %r" % kind)
+
+
+def build_launches(case):
+    """Launch dicts for ``run_launches`` from a generated P3 case (JSON form)."""
+    params = case["mock"]["params"]
+    out = []
+    for l in case["launches"]:
+        vals = case["arg_sets"][l["arg_set"] % len(case["arg_sets"])]
+        npos = min(l.get("positional", len(vals)), len(vals)) if l["kind"] == "partial" else len(vals)
+        args = [value_from_json(v) for v in vals[:npos]]
+        kwargs = {params[i]["name"]: value_from_json(vals[i]) for i in range(npos, len(vals))}
+        if l["kind"] == "extra_kwargs":
+            kwargs["num_stages"] = 2
+        out.append({"kind": l["kind"], "args": args, "kwargs": kwargs, "grid": l["grid"],
+                    "callable_grid": l["kind"] == "callable_grid"})
+    return out

@@ -1,0 +1,259 @@
+"""Python half of the installer properties: raw observations, no verdicts.
+
+flagprop's C++ suites decide pass / fail; this module only watches. Every
+function returns plain data (dicts, lists, str, int, bool) so the C++ side can
+read it without knowing Python types.
+
+Components of the pointwise-dispatch installer (DESIGN.md, "The problem it
+exists for"; the ``type_promotion`` memo is in the newer public installer):
+
+=====================  ==========================================  ===================
+component              where it lives                              marker
+=====================  ==========================================  ===================
+descriptor_helper      flag_gems.utils.libentry._descriptor_cache_key  _torch_fl_hoisted
+key                    LibEntry.key                                _torch_fl_fast
+type_promotion_memo    flag_gems.utils.pointwise_dynamic.type_promotion  _torch_fl_memo
+run                    LibEntry.run                                _torch_fl_fast
+broadcast_memo         torch.broadcast_shapes                      _torch_fl_memoized
+=====================  ==========================================  ===================
+"""
+
+import logging
+import sys
+import warnings
+
+import torch
+
+MISSING = object()
+
+COMPONENTS = (
+    ("descriptor_helper", "_torch_fl_hoisted"),
+    ("key", "_torch_fl_fast"),
+    ("type_promotion_memo", "_torch_fl_memo"),
+    ("run", "_torch_fl_fast"),
+    ("broadcast_memo", "_torch_fl_memoized"),
+)
+
+STATUS_ATTRS = ("_torch_fl_patch_status", "PATCH_STATUS")
+
+
+def _owners():
+    le = sys.modules.get("flag_gems.utils.libentry")
+    pw = sys.modules.get("flag_gems.utils.pointwise_dynamic")
+    cls = getattr(le, "LibEntry", None) if le is not None else None
+    return {
+        "descriptor_helper": (le, "_descriptor_cache_key"),
+        "key": (cls, "key"),
+        "type_promotion_memo": (pw, "type_promotion"),
+        "run": (cls, "run"),
+        "broadcast_memo": (torch, "broadcast_shapes"),
+    }
+
+
+def _raw(owner, attr):
+    if owner is None:
+        return MISSING
+    d = getattr(owner, "__dict__", None)
+    if d is None:
+        return MISSING
+    return d.get(attr, MISSING)
+
+
+def snapshot():
+    """Identity of every component's current object (MISSING if absent)."""
+    return {name: _raw(owner, attr) for name, (owner, attr) in _owners().items()}
+
+
+def _markers(obj):
+    out = []
+    for n in dir(obj) if obj is not MISSING else ():
+        if n.startswith("_torch_fl_"):
+            try:
+                if getattr(obj, n):
+                    out.append(n)
+            except Exception:
+                pass
+    return sorted(out)
+
+
+def _chain_depth(obj):
+    depth, seen = 0, set()
+    while obj is not MISSING and hasattr(obj, "__wrapped__") and id(obj) not in seen:
+        seen.add(id(obj))
+        obj = obj.__wrapped__
+        depth += 1
+    return depth
+
+
+def _short(exc):
+    s = str(exc)
+    return s if len(s) <= 300 else s[:297] + "..."
+
+
+class _Tracer:
+    """Records every exception raised in a frame that runs in the installer's
+    module (``frame.f_globals is module_globals``), whichever file the code came
+    from. The global trace function is installed only for the call and is always
+    removed."""
+
+    def __init__(self, module_globals):
+        self.module_globals = module_globals
+        self.events = []
+        self._seen = set()
+
+    def global_trace(self, frame, event, arg):
+        if event == "call" and frame.f_globals is self.module_globals:
+            return self.local_trace
+        return None
+
+    def local_trace(self, frame, event, arg):
+        if event == "exception":
+            etype, value, _tb = arg
+            if id(value) not in self._seen:
+                self._seen.add(id(value))
+                self.events.append(
+                    {
+                        "file": frame.f_code.co_filename,
+                        "line": frame.f_lineno,
+                        "function": frame.f_code.co_name,
+                        "type": getattr(etype, "__name__", str(etype)),
+                        "message": _short(value),
+                    }
+                )
+        return self.local_trace
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        try:
+            msg = record.getMessage()
+        except Exception:
+            msg = str(record.msg)
+        self.records.append(
+            {"logger": record.name, "level": record.levelname, "message": _short(msg)}
+        )
+
+
+def _status_of(module, returned):
+    status = {}
+    src = None
+    if isinstance(returned, dict):
+        src = returned
+    else:
+        for attr in STATUS_ATTRS:
+            cand = getattr(module, attr, None) if module is not None else None
+            if callable(cand):
+                try:
+                    cand = cand()
+                except Exception:
+                    cand = None
+            if isinstance(cand, dict):
+                src = cand
+                break
+    if src:
+        for k, v in src.items():
+            status[str(k)] = v if isinstance(v, str) else repr(v)
+    return status
+
+
+def call_installer(fn, module):
+    """Call the installer once, watching it.
+
+    Returns a dict: ``returned_normally`` (bool), ``raised`` (type: message or
+    ""), ``exceptions`` (list of {file, line, function, type, message} for
+    every exception raised inside the installer's own frames, whether caught
+    or not), ``warnings`` (list of {category, message, file, line}),
+    ``logs`` (list of {logger, level, message}), ``status`` (component ->
+    text, from the return value or the module's status attribute).
+    """
+    tracer = _Tracer(getattr(module, "__dict__", None))
+    cap = _Capture()
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(cap)
+    root.setLevel(logging.DEBUG)
+    old_trace = sys.gettrace()
+    raised = ""
+    returned = None
+    with warnings.catch_warnings(record=True) as wlist:
+        warnings.simplefilter("always")
+        sys.settrace(tracer.global_trace)
+        try:
+            returned = fn()
+        except BaseException as e:  # noqa: B902 - recorded, never swallowed silently
+            raised = "%s: %s" % (type(e).__name__, _short(e))
+        finally:
+            sys.settrace(old_trace)
+            root.removeHandler(cap)
+            root.setLevel(old_level)
+    return {
+        "returned_normally": not raised,
+        "raised": raised,
+        "exceptions": tracer.events,
+        "warnings": [
+            {
+                "category": w.category.__name__,
+                "message": _short(w.message),
+                "file": str(w.filename),
+                "line": int(w.lineno or 0),
+            }
+            for w in wlist
+        ],
+        "logs": cap.records,
+        "status": _status_of(module, returned),
+    }
+
+
+def components_after(before):
+    """Per-component facts after an install, against ``before`` (a snapshot).
+
+    For each component: ``present_before``, ``present_after``, ``changed``
+    (a different object now), ``markers`` (truthy ``_torch_fl_*`` attributes),
+    ``wrapped_is_original`` (``__wrapped__`` is the object seen before),
+    ``has_wrapped``, ``chain_depth`` (length of the ``__wrapped__`` chain).
+    """
+    now = snapshot()
+    out = {}
+    for name, _marker in COMPONENTS:
+        b, a = before.get(name, MISSING), now.get(name, MISSING)
+        wrapped = getattr(a, "__wrapped__", MISSING) if a is not MISSING else MISSING
+        out[name] = {
+            "present_before": b is not MISSING,
+            "present_after": a is not MISSING,
+            "changed": a is not b,
+            "markers": _markers(a),
+            "has_wrapped": wrapped is not MISSING,
+            "wrapped_is_original": wrapped is not MISSING and wrapped is b,
+            "chain_depth": _chain_depth(a),
+        }
+    return out
+
+
+def identities():
+    """id() of each component's current object (0 when absent)."""
+    return {k: (0 if v is MISSING else id(v)) for k, v in snapshot().items()}
+
+
+def helper_state():
+    """``present`` / ``absent`` / ``raising`` for libentry's descriptor helper."""
+    le = sys.modules.get("flag_gems.utils.libentry")
+    if le is None:
+        return "no-libentry"
+    try:
+        getattr(le, "_descriptor_cache_key")
+        return "present"
+    except AttributeError:
+        return "absent"
+    except Exception as e:
+        return "raising (%s)" % type(e).__name__
+
+
+def witness():
+    """The mock libentry's call counters (empty for a real FlagGems)."""
+    le = sys.modules.get("flag_gems.utils.libentry")
+    w = getattr(le, "WITNESS", None)
+    return dict(w) if w is not None else {}

@@ -1,0 +1,35 @@
+// The run report: report.json (flagprop.report/1), report.md, console table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+
+namespace flagprop {
+
+using json = nlohmann::json;
+
+/// Whether a target result is what its manifest expects: with an `expect`
+/// entry for the property, status must equal it; without one, status must be
+/// pass or skip.
+bool resultExpected(const json& target, const json& result);
+
+/// Builds the merged report from per-target JSON documents (each as written by
+/// `flagprop run-target`: name, manifest, status ok|error, error, provenance,
+/// results[]). Adds `schema`, `provenance` (seed, versions, command) and a
+/// `summary` with counts and `unexpected` (target/property pairs).
+json mergeReport(const json& targets, const json& runInfo);
+
+/// Markdown for a person: a table per target, then every failure with its
+/// reason, observations, counterexample, reproduce string and reproducer.
+std::string renderMarkdown(const json& report);
+
+/// The console summary printed at the end of `flagprop run`.
+void printSummary(const json& report, std::ostream& os);
+
+/// Writes `text` to `path` atomically (temp file + rename). Throws
+/// std::runtime_error naming the path on failure.
+void writeText(const std::string& path, const std::string& text);
+
+}  // namespace flagprop

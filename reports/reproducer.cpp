@@ -1,0 +1,67 @@
+#include "reports/reproducer.h"
+
+#include "matrix/manifest.h"
+
+#include <filesystem>
+#include <fstream>
+
+#ifndef FLAGPROP_SOURCE_DIR
+#error "FLAGPROP_SOURCE_DIR must be defined by the build"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace flagprop {
+
+namespace {
+// A JSON string literal is also a valid Python string literal.
+std::string pyString(const std::string& s) { return json(s).dump(); }
+std::string pyJson(const json& j) { return "json.loads(" + pyString(j.dump()) + ")"; }
+}  // namespace
+
+std::string writeReproducer(const std::string& dir, const TargetSession& session, const PropertyOutcome& outcome,
+                            const FailureRecord& failure) {
+  fs::create_directories(dir);
+  const Target& t = session.target();
+  const std::string path = (fs::path(dir) / ("repro_" + t.name + "_" + outcome.property + ".py")).string();
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write reproducer " + path);
+  const std::string pyDir = pythonPackageDir() + "/flagprop";
+  out << "#!/usr/bin/env python3\n"
+      << "\"\"\"flagprop reproducer: " << outcome.property << " (" << outcome.title << ") on target " << t.name << ".\n\n"
+      << "Finding: " << json(outcome.reason).dump().substr(1, std::min<size_t>(json(outcome.reason).dump().size() - 2, 400))
+      << "\n\nRun with plain python3 (needs torch; flagprop is not needed: its small\n"
+      << "helper modules -- its own code -- are embedded below). Exits 1 when the\n"
+      << "failure reproduces, 0 when it does not, 2 when the installer file is missing.\n"
+      << "RapidCheck replay inside flagprop: --reproduce " << outcome.reproduce << "\n\"\"\"\n\n"
+      << "import json\nimport sys\nimport types\n\n"
+      << "TARGET_NAME = " << pyString(t.name) << "\n"
+      << "PROPERTY = " << pyString(outcome.property) << "\n"
+      << "REASON = " << pyString(outcome.reason) << "\n"
+      << "KIND = " << pyString(failure.reproKind) << "\n"
+      << "TARGET = " << pyJson(toJson(session.targetDict())) << "\n"
+      << "INSTALLER_SHA256 = " << pyString(session.provenance().value("installer_sha256", "")) << "\n"
+      << "GATE_BUILDS = " << pyJson(t.gateBuilds) << "\n"
+      << "DEFAULT_GATES = " << pyJson(toJson(session.defaultGates())) << "\n"
+      << "CASE = " << pyJson(failure.caseJson) << "\n\n"
+      << "# flagprop's own helper modules (python/flagprop), embedded verbatim.\n"
+      << "_SOURCES = {\n";
+  for (const char* m : {"mocks", "loader", "observe", "launch", "session"})
+    out << "    " << pyString(m) << ": " << pyString(readFile(pyDir + "/" + m + ".py")) << ",\n";
+  out << "}\n\n\n"
+      << "def _load_helpers():\n"
+      << "    pkg = types.ModuleType(\"flagprop\")\n"
+      << "    pkg.__path__ = []\n"
+      << "    sys.modules[\"flagprop\"] = pkg\n"
+      << "    for name in (\"mocks\", \"loader\", \"observe\", \"launch\", \"session\"):\n"
+      << "        mod = types.ModuleType(\"flagprop.\" + name)\n"
+      << "        mod.__package__ = \"flagprop\"\n"
+      << "        sys.modules[mod.__name__] = mod\n"
+      << "        setattr(pkg, name, mod)\n"
+      << "        exec(compile(_SOURCES[name], \"<flagprop.\" + name + \">\", \"exec\"), mod.__dict__)\n\n\n"
+      << readFile(std::string(FLAGPROP_SOURCE_DIR) + "/reports/repro_main.py.in");
+  if (!out) throw std::runtime_error("cannot write reproducer " + path);
+  return path;
+}
+
+}  // namespace flagprop

@@ -1,0 +1,41 @@
+// P4 key equivalence: the fast LibEntry.key equals the stock key for generated
+// argument lists (boundary ints, bools, floats, strings, None, tensors of each
+// dtype with aligned and misaligned data_ptr, descriptor-like objects).
+#include "generators/gen.h"
+#include "suites/property.h"
+
+namespace flagprop {
+
+PropertyOutcome runP4(TargetSession& session, const RunOptions& opts) {
+  FailureRecord last;
+  std::string skipped;
+  const Gates gates = session.defaultGates();
+  {
+    KeyCase probe;
+    probe.mock.params = {{"in_ptr", "spec"}, {"out_ptr", "spec"}};
+    const json o = session.keyCase(probe, gates);
+    if (!o.at("active").get<bool>()) {
+      PropertyOutcome out;
+      out.property = "P4";
+      out.title = "key equivalence";
+      out.status = "skip";
+      out.reason = "the fast key is not active on this target (see P1), so there is nothing to compare";
+      out.observations = {{"install", o.at("call")}};
+      return out;
+    }
+  }
+  auto body = [&]() {
+    const KeyCase c = *gen::keyCase();
+    const json obs = session.keyCase(c, gates);
+    if (!obs.at("active").get<bool>()) RC_DISCARD("patch not active");
+    if (!obs.at("equal").get<bool>()) {
+      std::string why = obs.at("raised").get<std::string>();
+      if (why.empty()) why = "fast key " + obs.at("fast").get<std::string>() + " != stock key " + obs.at("stock").get<std::string>();
+      last = {toJson(c), obs, why, "key"};
+      RC_FAIL(last.why);
+    }
+  };
+  return runProperty("P4", "key equivalence", session, opts, body, last, skipped);
+}
+
+}  // namespace flagprop

@@ -1,0 +1,260 @@
+#include "suites/property.h"
+
+#include "core/sandbox.h"
+#include "core/tensor_bridge.h"
+#include "reports/reproducer.h"
+
+#include <rapidcheck/detail/TestListenerAdapter.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <unordered_map>
+
+namespace rc::detail {
+// Defined in librapidcheck (src/detail/ReproduceListener / Configuration);
+// not declared in its public headers.
+std::string reproduceMapToString(const std::unordered_map<std::string, Reproduce>& reproduceMap);
+std::unordered_map<std::string, Reproduce> stringToReproduceMap(const std::string& str);
+}  // namespace rc::detail
+
+namespace flagprop {
+
+namespace {
+
+py::object toPy(const ArgValue& a) {
+  switch (a.kind) {
+    case ArgValue::Kind::Tensor: {
+      TensorArgSpec s;
+      s.dtype = a.dtype;
+      s.numel = a.numel;
+      s.offset = a.offset;
+      s.seed = a.seed;
+      return makeTensorArg(s);
+    }
+    case ArgValue::Kind::Int: {
+      const std::string t = intText(a);
+      return py::reinterpret_steal<py::object>(PyLong_FromString(t.c_str(), nullptr, 10));
+    }
+    case ArgValue::Kind::Float: return py::float_(a.real);
+    case ArgValue::Kind::Bool: return py::bool_(a.flag);
+    case ArgValue::Kind::Str: return py::str(a.text);
+    case ArgValue::Kind::None: return py::none();
+    case ArgValue::Kind::Descriptor: {
+      py::dict d;
+      d["descriptor"] = a.descriptorKind;
+      d["shape"] = a.shape;
+      d["strides"] = a.strides;
+      d["block_shape"] = a.blockShape;
+      return std::move(d);
+    }
+  }
+  return py::none();
+}
+
+py::list toPyList(const std::vector<ArgValue>& v) {
+  py::list out;
+  for (const auto& a : v) out.append(toPy(a));
+  return out;
+}
+
+std::string fileSha(const std::string& path) {
+  try {
+    return sha256File(path);
+  } catch (const ManifestError&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+TargetSession::TargetSession(Target t) : target_(std::move(t)) {
+  ensureInterpreter();
+  py::gil_scoped_acquire gil;
+  const std::string& origin = target_.manifestPath;
+  provenance_ = json::object();
+  if (target_.installerMode == "source") {
+    const std::string seen = sha256File(target_.installerPath);
+    provenance_["installer_sha256"] = seen;
+    if (!target_.installerSha256.empty() && seen != target_.installerSha256)
+      throw ManifestError(origin + ": installer sha256 mismatch for " + target_.installerPath + ": expected " +
+                          target_.installerSha256 + ", saw " + seen);
+  }
+  py::module_ loader = helper("loader");
+  std::string libentryPath;
+  try {
+    if (target_.flagGemsKind == "source") {
+      loader.attr("add_flag_gems_source")(target_.flagGemsPath);
+      libentryPath = target_.flagGemsPath + "/flag_gems/utils/libentry.py";
+    }
+    if (target_.flagGemsKind != "mock") {
+      py::module_ le = py::module_::import("flag_gems.utils.libentry");
+      libentryPath = py::str(le.attr("__file__")).cast<std::string>();
+    }
+  } catch (const py::error_already_set& e) {
+    throw ManifestError(origin + ": cannot import flag_gems (" + describe(e) + ")");
+  }
+  if (!libentryPath.empty()) {
+    const std::string seen = fileSha(libentryPath);
+    provenance_["libentry_path"] = libentryPath;
+    provenance_["libentry_sha256"] = seen;
+    if (!target_.libentrySha256.empty() && seen != target_.libentrySha256)
+      throw ManifestError(origin + ": libentry sha256 mismatch for " + libentryPath + ": expected " +
+                          target_.libentrySha256 + ", saw " + seen);
+  }
+  if (target_.device.rfind("cuda", 0) == 0) {
+    bool ok = py::module_::import("torch").attr("cuda").attr("is_available")().cast<bool>();
+    if (!ok) throw ManifestError(origin + ": device " + target_.device + " is not available on this machine");
+  }
+  // Dry load: a missing installer function or a module that does not load is
+  // a target error, reported once instead of once per case.
+  {
+    Sandbox sb;
+    try {
+      MockSpec spec;
+      helper("session").attr("prepare_flag_gems")(targetDict(), fromJson(toJson(spec)));
+      helper("session").attr("load_installer")(targetDict(), fromJson(toJson(defaultGates())));
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": " + describe(e));
+    }
+  }
+  provenance_["versions"] = toJson(helper("session").attr("versions")());
+  provenance_["libtorch_compiled"] = libtorchVersion();
+  provenance_["device"] = target_.device;
+  provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
+}
+
+py::dict TargetSession::targetDict() const {
+  py::dict inst;
+  inst["mode"] = target_.installerMode;
+  inst["module"] = target_.installerModule;
+  inst["function"] = target_.installerFunction;
+  inst["path"] = target_.installerPath;
+  py::dict fg;
+  fg["kind"] = target_.flagGemsKind;
+  fg["path"] = target_.flagGemsPath;
+  py::dict d;
+  d["installer"] = inst;
+  d["flag_gems"] = fg;
+  d["supply_helper"] = target_.supplyHelper;
+  return d;
+}
+
+Gates TargetSession::defaultGates() const {
+  if (target_.gates) return *target_.gates;
+  Gates g;
+  g.accelerator = target_.gateBuilds.empty() ? "dcu" : target_.gateBuilds.front();
+  g.routesToFlagGems = true;
+  return g;
+}
+
+json TargetSession::installCase(const MockSpec& spec, const Gates& gates, int installs) {
+  Sandbox sb;
+  return toJson(helper("session").attr("install_case")(targetDict(), fromJson(toJson(spec)), fromJson(toJson(gates)),
+                                                       installs));
+}
+
+json TargetSession::keyCase(const KeyCase& c, const Gates& gates) {
+  Sandbox sb;
+  return toJson(helper("session").attr("key_case")(targetDict(), fromJson(toJson(c.mock)), fromJson(toJson(gates)),
+                                                   toPyList(c.specArgs), toPyList(c.dnsArgs), toPyList(c.constArgs)));
+}
+
+json TargetSession::launchCase(const LaunchCase& c, const Gates& gates) {
+  Sandbox sb;
+  // Both launch lists come from the one Python builder (also used by the
+  // reproducers), each with its own tensors.
+  py::module_ launch = helper("launch");
+  const py::object cj = fromJson(toJson(c));
+  return toJson(helper("session").attr("launch_case")(targetDict(), fromJson(toJson(c.mock)), fromJson(toJson(gates)),
+                                                      launch.attr("build_launches")(cj), launch.attr("build_launches")(cj)));
+}
+
+json PropertyOutcome::toJson() const {
+  json j = {{"property", property},
+            {"title", title},
+            {"status", status},
+            {"reason", reason},
+            {"cases_run", casesRun},
+            {"seconds", seconds},
+            {"counterexample", counterexample},
+            {"counterexample_shown", counterexampleShown},
+            {"reproduce", reproduce},
+            {"observations", observations},
+            {"reproducer", reproducer.empty() ? json(nullptr) : json(reproducer)}};
+  return j;
+}
+
+PropertyOutcome runProperty(const std::string& id, const std::string& title, TargetSession& session,
+                            const RunOptions& opts, const std::function<void()>& body, FailureRecord& last,
+                            const std::string& skipped) {
+  PropertyOutcome out;
+  out.property = id;
+  out.title = title;
+  const auto t0 = std::chrono::steady_clock::now();
+  rc::detail::TestParams params;
+  params.maxSuccess = opts.cases > 0 ? opts.cases : session.target().cases;
+  params.maxSize = opts.maxSize;
+  params.maxDiscardRatio = 2;
+  params.seed = opts.seed ? opts.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull + std::random_device{}();
+  rc::detail::TestMetadata md;
+  md.id = id;
+  md.description = title;
+  rc::detail::TestListenerAdapter quiet;
+  std::unordered_map<std::string, rc::detail::Reproduce> replay;
+  if (!opts.reproduce.empty()) {
+    try {
+      replay = rc::detail::stringToReproduceMap(opts.reproduce);
+    } catch (const std::exception& e) {
+      out.status = "error";
+      out.reason = std::string("malformed reproduce string: ") + e.what();
+      return out;
+    }
+  }
+  const auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.observations = json::object();
+  out.observations["seed"] = params.seed;
+  if (const auto* s = result.template get<rc::detail::SuccessResult>()) {
+    out.casesRun = s->numSuccess;
+    out.status = "pass";
+    out.reason = std::to_string(s->numSuccess) + " generated cases held";
+  } else if (const auto* f = result.template get<rc::detail::FailureResult>()) {
+    out.casesRun = f->numSuccess + 1;
+    out.status = "fail";
+    out.reason = last.why.empty() ? f->description : last.why;
+    out.counterexample = last.caseJson;
+    for (const auto& [type, value] : f->counterExample) out.counterexampleShown += value;
+    out.reproduce = rc::detail::reproduceMapToString({{id, f->reproduce}});
+    json obs = last.observations;
+    obs["seed"] = params.seed;
+    out.observations = obs;
+    if (!opts.reproducerDir.empty()) {
+      try {
+        out.reproducer = writeReproducer(opts.reproducerDir, session, out, last);
+      } catch (const std::exception& e) {
+        out.observations["reproducer_error"] = e.what();
+      }
+    }
+  } else if (const auto* g = result.template get<rc::detail::GaveUpResult>()) {
+    out.casesRun = g->numSuccess;
+    out.status = "skip";
+    out.reason = skipped.empty() ? ("gave up: " + g->description) : skipped;
+  } else if (const auto* e = result.template get<rc::detail::Error>()) {
+    out.status = "error";
+    out.reason = e->description;
+  }
+  return out;
+}
+
+const std::vector<PropertyDef>& properties() {
+  static const std::vector<PropertyDef> defs = {
+      {"P1", "install status", &runP1},
+      {"P2", "idempotence", &runP2},
+      {"P3", "stock fallback", &runP3},
+      {"P4", "key equivalence", &runP4},
+  };
+  return defs;
+}
+
+}  // namespace flagprop

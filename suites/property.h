@@ -1,0 +1,110 @@
+// What every property suite shares: the target session, run options, the
+// outcome record and the RapidCheck driver.
+#pragma once
+
+#include "core/python.h"
+#include "generators/cases.h"
+#include "matrix/manifest.h"
+
+#include <rapidcheck.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace flagprop {
+
+/// Options for one property run.
+struct RunOptions {
+  int cases = 0;              ///< RapidCheck maxSuccess; 0 = the target's `cases`
+  uint64_t seed = 0;          ///< RapidCheck seed; 0 = fresh random seed
+  int maxSize = 100;          ///< RapidCheck maxSize
+  std::string reproduce;      ///< RapidCheck reproduce string to replay, or empty
+  std::string reproducerDir;  ///< where reproducer scripts go; empty = none written
+  bool verbose = false;
+};
+
+/// A target loaded into the embedded interpreter: validated hashes, the real
+/// FlagGems on sys.path where the manifest names one, and the per-case glue.
+/// Every case runs inside a fresh Sandbox.
+class TargetSession {
+ public:
+  /// Prepares `t`. Throws ManifestError (one line) for a hash mismatch, a
+  /// FlagGems that cannot be imported, or an installer that cannot be loaded
+  /// or does not exist.
+  explicit TargetSession(Target t);
+
+  const Target& target() const { return target_; }
+  /// The dict handed to python/flagprop/session.py.
+  py::dict targetDict() const;
+  /// Provenance: versions, hashes actually seen, device.
+  const json& provenance() const { return provenance_; }
+  /// Gates for a case whose generator did not vary them (P3, P4): the
+  /// manifest's, else the first open build.
+  Gates defaultGates() const;
+
+  /// install_case in a sandbox; returns its observations as JSON.
+  json installCase(const MockSpec& spec, const Gates& gates, int installs);
+  /// key_case in a sandbox.
+  json keyCase(const KeyCase& c, const Gates& gates);
+  /// launch_case in a sandbox.
+  json launchCase(const LaunchCase& c, const Gates& gates);
+
+ private:
+  Target target_;
+  json provenance_;
+};
+
+/// Result of one property on one target (one entry of targets[].results[]).
+struct PropertyOutcome {
+  std::string property;  ///< P1..P4
+  std::string title;
+  std::string status;    ///< pass | fail | skip | error
+  std::string reason;
+  int casesRun = 0;
+  json counterexample;   ///< shrunk case (JSON) or null
+  std::string counterexampleShown;  ///< RapidCheck's rendering
+  std::string reproduce;  ///< RapidCheck reproduce string
+  json observations;     ///< what was seen on the shrunk case
+  std::string reproducer;  ///< path of the standalone Python reproducer
+  double seconds = 0.0;
+  json toJson() const;
+};
+
+/// What a property's case body records when it fails, so that the outcome can
+/// carry the observations of the final (shrunk) counterexample.
+struct FailureRecord {
+  json caseJson;
+  json observations;
+  std::string why;
+  std::string reproKind;  ///< "install" | "key" | "launch"
+};
+
+/// Runs `body` (a RapidCheck testable) with the options; fills status, reason,
+/// counterexample, reproduce string. `last` is what the body recorded on its
+/// latest failure (the shrunk counterexample, because shrinking ends on the
+/// last failing case). `skipped` set by the body marks the whole run a skip.
+PropertyOutcome runProperty(const std::string& id, const std::string& title, TargetSession& session,
+                            const RunOptions& opts, const std::function<void()>& body, FailureRecord& last,
+                            const std::string& skipped);
+
+/// The properties this project implements, in order.
+struct PropertyDef {
+  const char* id;
+  const char* title;
+  PropertyOutcome (*run)(TargetSession&, const RunOptions&);
+};
+const std::vector<PropertyDef>& properties();
+
+PropertyOutcome runP1(TargetSession&, const RunOptions&);
+PropertyOutcome runP2(TargetSession&, const RunOptions&);
+PropertyOutcome runP3(TargetSession&, const RunOptions&);
+PropertyOutcome runP4(TargetSession&, const RunOptions&);
+
+/// P1's judgement of one install observation (exposed for tests and the
+/// reproducer). Returns {"components": {name: class}, "install": overall,
+/// "pass": bool, "reason": text}. Classes: active, reported-skip, silent-skip,
+/// gated-off, broken-wrap; overall adds partial and partial-reported.
+json classifyInstall(const json& obs, bool gatesOpen);
+
+}  // namespace flagprop

@@ -1,0 +1,56 @@
+// Tensor passing between C++ and Python shares storage; JSON conversion.
+#include "core/tensor_bridge.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+namespace flagprop {
+namespace {
+
+TEST(TensorBridge, WrapSharesStorageWithoutCopy) {
+  py::gil_scoped_acquire gil;
+  at::Tensor t = at::arange(10, at::kFloat).narrow(0, 3, 5);
+  py::object p = wrapTensor(t);
+  const auto ptr = p.attr("data_ptr")().cast<std::uintptr_t>();
+  EXPECT_EQ(ptr, reinterpret_cast<std::uintptr_t>(t.data_ptr()));
+  EXPECT_EQ(p.attr("storage_offset")().cast<int64_t>(), 3);
+  p.attr("fill_")(7.0);  // a write from Python is seen in C++
+  EXPECT_EQ(t[0].item<float>(), 7.0f);
+  at::Tensor back = unwrapTensor(p);
+  EXPECT_TRUE(back.is_same(t));
+  EXPECT_THROW(unwrapTensor(py::int_(3)), std::invalid_argument);
+}
+
+TEST(TensorBridge, CppAndPythonBuildTheSameGeneratedTensor) {
+  py::gil_scoped_acquire gil;
+  for (const char* dtype : {"float32", "float16", "bfloat16", "float64", "int8", "uint8", "int32", "int64", "bool"}) {
+    TensorArgSpec s;
+    s.dtype = dtype;
+    s.numel = 9;
+    s.offset = 3;
+    s.seed = 41;
+    py::object a = makeTensorArg(s);
+    py::object b = helper("launch").attr("make_tensor")(dtype, 9, 3, 41);
+    EXPECT_TRUE(py::module_::import("torch").attr("equal")(a, b).cast<bool>()) << dtype;
+    EXPECT_EQ(a.attr("storage_offset")().cast<int64_t>(), 3) << dtype;
+    EXPECT_EQ(tensorAddress(a).second, 3);
+  }
+  TensorArgSpec bad;
+  bad.dtype = "complex32";
+  EXPECT_THROW(makeTensorArg(bad), std::invalid_argument);
+}
+
+TEST(JsonBridge, RoundTripsIncludingIntsBeyond64Bits) {
+  py::gil_scoped_acquire gil;
+  py::object v = py::eval("{'a': [1, 2.5, None, True, 'x'], 'big': 2**64 - 1, 'neg': -2**63 - 5}");
+  json j = toJson(v);
+  EXPECT_EQ(j["a"][0], 1);
+  EXPECT_EQ(j["a"][1], 2.5);
+  EXPECT_TRUE(j["a"][2].is_null());
+  EXPECT_EQ(j["big"], "18446744073709551615");
+  EXPECT_EQ(j["neg"], "-9223372036854775813");
+  EXPECT_TRUE(fromJson(j["a"]).equal(py::eval("[1, 2.5, None, True, 'x']")));
+}
+
+}  // namespace
+}  // namespace flagprop

@@ -1,0 +1,106 @@
+// End to end: `flagprop run` on the built-in default matrix, its report, its
+// reproducers under plain python3, crash isolation and bad manifests.
+#include "core/python.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+int sh(const std::string& cmd, std::string* out = nullptr) {
+  const std::string log = (fs::temp_directory_path() / "flagprop-test-cli.log").string();
+  int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (out) *out = ss.str();
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+json load(const std::string& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+const json* result(const json& report, const std::string& target, const std::string& prop) {
+  for (const auto& t : report.at("targets"))
+    if (t.value("name", "") == target)
+      for (const auto& r : t.at("results"))
+        if (r.value("property", "") == prop) return &r;
+  return nullptr;
+}
+
+TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-default-run";
+  fs::remove_all(dir);
+  std::string out;
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 60 --seed 7 --report-dir " + dir.string(), &out);
+  EXPECT_EQ(rc, 0) << out;
+  const json report = load((dir / "report.json").string());
+  EXPECT_EQ(report.at("schema"), "flagprop.report/1");
+  EXPECT_EQ(report.at("provenance").at("seed"), 7);
+  EXPECT_TRUE(report.at("provenance").at("versions").contains("torch"));
+  const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
+  ASSERT_NE(r5, nullptr);
+  EXPECT_EQ(r5->at("status"), "fail");
+  EXPECT_EQ(r5->at("observations").at("install"), "silent-skip");
+  EXPECT_EQ(r5->at("observations").at("exceptions_caught").at(0).at("type"), "AttributeError");
+  for (const char* p : {"P1", "P2", "P3", "P4"}) {
+    const json* w = result(report, "fixture-well-behaved", p);
+    ASSERT_NE(w, nullptr) << p;
+    EXPECT_EQ(w->at("status"), "pass") << p;
+  }
+  EXPECT_TRUE(fs::exists(dir / "report.md"));
+  EXPECT_TRUE(fs::exists(dir / "junit" / "1_well-behaved.xml"));
+  // The reproducer shows the same observations under plain python3.
+  const std::string repro = r5->at("reproducer");
+  std::string rout;
+  EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + repro, &rout), 1) << rout;
+  EXPECT_NE(rout.find("AttributeError"), std::string::npos) << rout;
+  EXPECT_NE(rout.find("REPRODUCED: silent skip"), std::string::npos) << rout;
+  EXPECT_NE(rout.find("installer returned normally: True"), std::string::npos) << rout;
+  // Every other failing fixture's reproducer reproduces too.
+  for (const auto& t : report.at("targets"))
+    for (const auto& r : t.at("results"))
+      if (r.at("status") == "fail") {
+        std::string o;
+        EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + r.at("reproducer").get<std::string>(), &o), 1)
+            << t.at("name") << " " << r.at("property") << "\n" << o;
+      }
+}
+
+TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-crash-run";
+  fs::remove_all(dir);
+  std::string out;
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 20 --seed 3 --property P1 --manifest " +
+                        std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/matrix_with_bad.json --report-dir " + dir.string(),
+                    &out);
+  EXPECT_EQ(rc, 1) << out;
+  const json report = load((dir / "report.json").string());
+  ASSERT_EQ(report.at("targets").size(), 3u) << out;
+  const auto& crashed = report.at("targets").at(0);
+  EXPECT_NE(crashed.value("crash", "").find("signal"), std::string::npos) << crashed.dump(2);
+  EXPECT_EQ(report.at("targets").at(1).at("status"), "error");
+  EXPECT_NE(report.at("targets").at(1).at("error").get<std::string>().find("no such file"), std::string::npos);
+  const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
+  ASSERT_NE(r5, nullptr) << out;
+  EXPECT_EQ(r5->at("status"), "fail");
+}
+
+TEST(Cli, BadUsageExitsTwoWithAMessage) {
+  std::string out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P9", &out), 2);
+  EXPECT_NE(out.find("--property must be"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " frobnicate", &out), 2);
+}
+
+}  // namespace

@@ -1,0 +1,106 @@
+// Teeth: every property catches the fixture mutant meant for it, and the
+// well-behaved fixture passes all four.
+#include "suites/property.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace flagprop {
+namespace {
+
+TargetSession& session(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<TargetSession>> sessions;
+  auto& s = sessions[name];
+  if (!s) s = std::make_unique<TargetSession>(loadTarget(fixturesDir() + "/targets/" + name + ".json"));
+  return *s;
+}
+
+PropertyOutcome run(const std::string& target, const std::string& prop, int cases = 100) {
+  RunOptions o;
+  o.cases = cases;
+  o.seed = 20261130;
+  for (const auto& d : properties())
+    if (prop == d.id) return d.run(session(target), o);
+  throw std::runtime_error("no property " + prop);
+}
+
+TEST(Teeth, WellBehavedFixturePassesP1ToP4) {
+  for (const char* p : {"P1", "P2", "P3", "P4"}) {
+    const auto o = run("well-behaved", p);
+    EXPECT_EQ(o.status, "pass") << p << ": " << o.reason << "\n" << o.counterexample.dump();
+  }
+}
+
+TEST(Teeth, P1CatchesR5SilentSkipWithTheAttributeErrorAndItsLine) {
+  const auto o = run("r5-silent-skip", "P1");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_EQ(o.observations.at("install"), "silent-skip") << o.observations.dump(2);
+  EXPECT_EQ(o.counterexample.at("mock").at("helper"), "absent") << "shrinks to the R5 shape";
+  const auto& ex = o.observations.at("exceptions_caught");
+  ASSERT_FALSE(ex.empty());
+  EXPECT_EQ(ex[0].at("type"), "AttributeError");
+  EXPECT_NE(ex[0].at("message").get<std::string>().find("_descriptor_cache_key"), std::string::npos);
+  EXPECT_GT(ex[0].at("line").get<int>(), 0);
+  EXPECT_TRUE(o.observations.at("returned_normally").get<bool>());
+  EXPECT_FALSE(o.reproduce.empty());
+  for (const char* c : {"key", "run"}) EXPECT_TRUE(o.observations.at("unchanged").at(c).get<bool>());
+}
+
+TEST(Teeth, P1CatchesPartialInstall) {
+  const auto o = run("partial-install", "P1");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_EQ(o.observations.at("install"), "partial") << o.observations.dump(2);
+  EXPECT_EQ(o.observations.at("components").at("key"), "active");
+}
+
+TEST(Teeth, P1CatchesWrapperWithoutWrapped) {
+  const auto o = run("no-wrapped", "P1");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_EQ(o.observations.at("install"), "broken-wrap");
+  EXPECT_NE(o.reason.find("__wrapped__"), std::string::npos) << o.reason;
+}
+
+TEST(Teeth, P2CatchesDoubleWrap) {
+  EXPECT_EQ(run("double-wrap", "P1").status, "pass");
+  const auto o = run("double-wrap", "P2");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_TRUE(o.reason.find("deep") != std::string::npos || o.reason.find("replaced") != std::string::npos) << o.reason;
+}
+
+TEST(Teeth, P3CatchesDroppedKeywordLaunch) {
+  const auto o = run("kwargs-dropped", "P3");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_NE(o.reason.find("launch"), std::string::npos) << o.reason;
+}
+
+TEST(Teeth, P4CatchesMergedIntKeyAndShrinksToABoundaryInt) {
+  const auto o = run("merged-int-key", "P4");
+  ASSERT_EQ(o.status, "fail");
+  const auto& dns = o.counterexample.at("dns_args");
+  ASSERT_EQ(dns.size(), 1u) << o.counterexample.dump();
+  const std::string v = dns[0].at("int");
+  EXPECT_TRUE(v == "2147483648" || v == "-2147483649") << v;
+  EXPECT_TRUE(o.counterexample.at("spec_args").empty());
+  EXPECT_TRUE(o.counterexample.at("const_args").empty());
+}
+
+TEST(Teeth, ClassifierSeesNoSilentSkipWhenGatesAreClosed) {
+  json obs = {{"calls", json::array({{{"status", json::object()},
+                                      {"warnings", json::array()},
+                                      {"logs", json::array()},
+                                      {"raised", ""},
+                                      {"returned_normally", true},
+                                      {"exceptions", json::array()}}})}};
+  json comps = json::object();
+  for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
+    comps[c] = {{"changed", false}, {"markers", json::array()}, {"wrapped_is_original", false}, {"has_wrapped", false}};
+  obs["components"] = json::array({comps});
+  EXPECT_EQ(classifyInstall(obs, false).at("install"), "gated-off");
+  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
+  obs["calls"][0]["warnings"] = json::array({{{"message", "skipped: no helper"}}});
+  EXPECT_EQ(classifyInstall(obs, true).at("install"), "reported-skip");
+}
+
+}  // namespace
+}  // namespace flagprop

@@ -1,0 +1,125 @@
+// flagprop command line.
+#include "matrix/runner.h"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace {
+
+const char* kUsage = R"(flagprop: property-based checks for the Torch-FL x FlagGems stack
+
+usage:
+  flagprop run [options]           run every target (default: the built-in fixture
+                                   matrix on the CPU) and write a report
+  flagprop run-target --manifest M --out FILE [options]
+                                   run one target in this process (used by run)
+  flagprop --help
+
+options:
+  --manifest PATH     target (flagprop.target/1) or matrix (flagprop.matrix/1)
+                      manifest; repeatable; default fixtures/targets/default.json
+  --report-dir DIR    where report.json, report.md, junit/ and reproducers/ go
+                      (default ./flagprop-report)
+  --property ID       run only P1, P2, P3 or P4; repeatable
+  --cases N           generated cases per property (default: the manifest's, 100)
+  --seed S            RapidCheck seed (default: random; printed and reported)
+  --reproduce STR     replay a RapidCheck reproduce string from a report
+  --timeout SEC       per-target process time limit (default 1800)
+  --no-isolate        run targets in this process instead of one process each
+
+exit status: 0 every result as expected (pass, skip, or the manifest's
+'expect'); 1 some result unexpected; 2 bad usage.
+)";
+
+bool number(const char* s, unsigned long long& out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  out = std::strtoull(s, &end, 10);
+  return end && *end == '\0';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string cmd = args[0];
+  if (cmd != "run" && cmd != "run-target") {
+    std::cerr << "flagprop: unknown command '" << cmd << "' (try flagprop --help)\n";
+    return 2;
+  }
+  flagprop::CliOptions opts;
+  std::string out, junit;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const char* what) -> const char* {
+      if (i + 1 >= args.size()) {
+        std::cerr << "flagprop: " << a << " needs " << what << "\n";
+        std::exit(2);
+      }
+      return args[++i].c_str();
+    };
+    unsigned long long n = 0;
+    if (a == "--manifest") opts.manifests.push_back(value("a path"));
+    else if (a == "--report-dir") opts.reportDir = value("a directory");
+    else if (a == "--property") {
+      std::string p = value("P1, P2, P3 or P4");
+      if (p != "P1" && p != "P2" && p != "P3" && p != "P4") {
+        std::cerr << "flagprop: --property must be P1, P2, P3 or P4, not '" << p << "'\n";
+        return 2;
+      }
+      opts.properties.push_back(p);
+    } else if (a == "--cases") {
+      if (!number(value("a number"), n) || n == 0 || n > 1000000) {
+        std::cerr << "flagprop: --cases needs a number from 1 to 1000000\n";
+        return 2;
+      }
+      opts.run.cases = static_cast<int>(n);
+    } else if (a == "--seed") {
+      if (!number(value("a number"), n)) {
+        std::cerr << "flagprop: --seed needs a non-negative integer\n";
+        return 2;
+      }
+      opts.run.seed = n;
+    } else if (a == "--reproduce") opts.run.reproduce = value("a reproduce string");
+    else if (a == "--timeout") {
+      if (!number(value("seconds"), n) || n == 0) {
+        std::cerr << "flagprop: --timeout needs a positive number of seconds\n";
+        return 2;
+      }
+      opts.timeoutSeconds = static_cast<int>(n);
+    } else if (a == "--no-isolate") opts.isolate = false;
+    else if (a == "--out" && cmd == "run-target") out = value("a file");
+    else if (a == "--junit" && cmd == "run-target") junit = value("a file");
+    else if (a == "--repro-dir" && cmd == "run-target") opts.run.reproducerDir = value("a directory");
+    else {
+      std::cerr << "flagprop: unknown option '" << a << "' (try flagprop --help)\n";
+      return 2;
+    }
+  }
+  try {
+    if (cmd == "run-target") {
+      if (opts.manifests.size() != 1 || out.empty()) {
+        std::cerr << "flagprop: run-target needs exactly one --manifest and --out\n";
+        return 2;
+      }
+      return flagprop::runTarget(opts.manifests[0], out, junit, opts);
+    }
+    if (opts.run.reproducerDir.empty()) opts.run.reproducerDir = opts.reportDir + "/reproducers";
+    char self[4096] = {0};
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string exe = len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string(argv[0]);
+    std::vector<std::string> all(argv, argv + argc);
+    return flagprop::runMatrix(opts, exe, all);
+  } catch (const std::exception& e) {
+    std::cerr << "flagprop: " << e.what() << "\n";
+    return 2;
+  }
+}

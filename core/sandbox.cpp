@@ -41,6 +41,11 @@ void restoreClass(py::handle cls, py::dict snap) {
   PyErr_Clear();
 }
 
+// pybind11's py::dict(x) / py::list(x) only borrow when x already has that
+// type; a snapshot needs a real copy.
+py::dict copyDict(py::handle d) { return py::reinterpret_steal<py::dict>(PyDict_Copy(d.ptr())); }
+py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySequence_List(l.ptr())); }
+
 }  // namespace
 
 struct Sandbox::Impl {
@@ -61,7 +66,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
   py::module_ sys = py::module_::import("sys");
   py::dict mods = sys.attr("modules");
-  impl_->modules = py::dict(mods);
+  impl_->modules = copyDict(mods);
   py::module_ builtins = py::module_::import("builtins");
   py::object typeType = builtins.attr("type");
   for (auto item : mods) {
@@ -70,7 +75,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     py::object d = py::getattr(item.second, "__dict__", py::none());
     if (!py::isinstance<py::dict>(d)) continue;
     py::dict md = py::reinterpret_borrow<py::dict>(d);
-    impl_->dicts.emplace_back(md, py::dict(md));
+    impl_->dicts.emplace_back(md, copyDict(md));
     if (name == "torch") continue;
     for (auto kv : md) {
       if (!PyType_Check(kv.second.ptr())) continue;
@@ -80,12 +85,12 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
                                   py::dict(kv.second.attr("__dict__")));
     }
   }
-  impl_->path = py::list(sys.attr("path"));
+  impl_->path = copyList(sys.attr("path"));
   impl_->environ = py::dict(py::module_::import("os").attr("environ"));
   py::module_ warnings = py::module_::import("warnings");
-  impl_->filters = py::list(warnings.attr("filters"));
+  impl_->filters = copyList(warnings.attr("filters"));
   py::object root = py::module_::import("logging").attr("getLogger")();
-  impl_->handlers = py::list(root.attr("handlers"));
+  impl_->handlers = copyList(root.attr("handlers"));
   impl_->level = root.attr("level");
   impl_->trace = sys.attr("gettrace")();
   impl_->profile = sys.attr("getprofile")();
@@ -106,7 +111,7 @@ void Sandbox::restore() {
   for (auto k : py::list(environ.attr("keys")()))
     if (!impl_->environ.contains(k)) environ.attr("pop")(k, py::none());
   for (auto kv : impl_->environ)
-    if (!environ.contains(kv.first) || !environ[kv.first].equal(kv.second)) environ[kv.first] = kv.second;
+    if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
   py::module_ warnings = py::module_::import("warnings");
   py::list filters = warnings.attr("filters");
   filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);

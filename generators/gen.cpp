@@ -5,9 +5,18 @@
 namespace flagprop::gen {
 
 namespace {
+// Weighted choice that shrinks toward the first choice.
 template <typename T>
 rc::Gen<T> weighted(std::vector<std::pair<int, T>> choices) {
-  return rc::gen::weightedElement<T>(std::move(choices));
+  int total = 0;
+  for (const auto& c : choices) total += c.first;
+  return rc::gen::map(rc::gen::inRange(0, total), [choices](int r) {
+    for (const auto& c : choices) {
+      if (r < c.first) return c.second;
+      r -= c.first;
+    }
+    return choices.back().second;
+  });
 }
 }  // namespace
 

@@ -215,17 +215,21 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.observations = json::object();
   out.observations["seed"] = params.seed;
-  if (const auto* s = result.template get<rc::detail::SuccessResult>()) {
+  if (result.template is<rc::detail::SuccessResult>()) {
+    const auto* s = &result.template get<rc::detail::SuccessResult>();
     out.casesRun = s->numSuccess;
     out.status = "pass";
     out.reason = std::to_string(s->numSuccess) + " generated cases held";
-  } else if (const auto* f = result.template get<rc::detail::FailureResult>()) {
+  } else if (result.template is<rc::detail::FailureResult>()) {
+    const auto* f = &result.template get<rc::detail::FailureResult>();
     out.casesRun = f->numSuccess + 1;
     out.status = "fail";
     out.reason = last.why.empty() ? f->description : last.why;
     out.counterexample = last.caseJson;
     for (const auto& [type, value] : f->counterExample) out.counterexampleShown += value;
-    out.reproduce = rc::detail::reproduceMapToString({{id, f->reproduce}});
+    std::unordered_map<std::string, rc::detail::Reproduce> rmap;
+    rmap.emplace(id, f->reproduce);
+    out.reproduce = rc::detail::reproduceMapToString(rmap);
     json obs = last.observations;
     obs["seed"] = params.seed;
     out.observations = obs;
@@ -236,11 +240,13 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
         out.observations["reproducer_error"] = e.what();
       }
     }
-  } else if (const auto* g = result.template get<rc::detail::GaveUpResult>()) {
+  } else if (result.template is<rc::detail::GaveUpResult>()) {
+    const auto* g = &result.template get<rc::detail::GaveUpResult>();
     out.casesRun = g->numSuccess;
     out.status = "skip";
     out.reason = skipped.empty() ? ("gave up: " + g->description) : skipped;
-  } else if (const auto* e = result.template get<rc::detail::Error>()) {
+  } else if (result.template is<rc::detail::Error>()) {
+    const auto* e = &result.template get<rc::detail::Error>();
     out.status = "error";
     out.reason = e->description;
   }

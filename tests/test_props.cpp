@@ -3,6 +3,7 @@
 #include "generators/gen.h"
 #include "suites/property.h"
 
+#include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 namespace flagprop {

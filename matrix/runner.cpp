@@ -157,6 +157,8 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
   CliOptions opts = optsIn;
   if (opts.run.seed == 0) opts.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   fs::create_directories(opts.reportDir);
+  // Results of an earlier run in the same folder must not be mistaken for this one's.
+  for (const char* sub : {"targets", "junit", "reproducers"}) fs::remove_all(fs::path(opts.reportDir) / sub);
   fs::create_directories(fs::path(opts.reportDir) / "targets");
   fs::create_directories(fs::path(opts.reportDir) / "junit");
   fs::create_directories(fs::path(opts.reportDir) / "reproducers");

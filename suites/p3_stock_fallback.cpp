@@ -47,6 +47,7 @@ PropertyOutcome runP3(TargetSession& session, const RunOptions& opts) {
       out.status = "skip";
       out.reason = "the fast path is not active on this target (see P1), so there is no fallback to check";
       out.observations = {{"install", o.at("call")}};
+      if (o.at("call").contains("note")) out.reason = o.at("call").at("note").get<std::string>();
       return out;
     }
   }

@@ -21,6 +21,7 @@ PropertyOutcome runP4(TargetSession& session, const RunOptions& opts) {
       out.status = "skip";
       out.reason = "the fast key is not active on this target (see P1), so there is nothing to compare";
       out.observations = {{"install", o.at("call")}};
+      if (o.at("call").contains("note")) out.reason = o.at("call").at("note").get<std::string>();
       return out;
     }
   }

@@ -69,8 +69,13 @@ def _active(components):
     return all(components[c]["changed"] and components[c]["markers"] for c in ("key", "run"))
 
 
+_MOCK_ONLY = {"note": "P3 and P4 drive flagprop's mock LibEntry kernels; they run on targets whose flag_gems kind is 'mock'"}
+
+
 def key_case(target, spec, gates, spec_args, dns_args, const_args):
     """Install, then compare the patched key with a stock key (P4)."""
+    if target["flag_gems"]["kind"] != "mock":
+        return {"active": False, "call": _MOCK_ONLY}
     prepare_flag_gems(target, spec)
     mod, fn = load_installer(target, gates)
     before = observe.snapshot()
@@ -85,6 +90,8 @@ def key_case(target, spec, gates, spec_args, dns_args, const_args):
 
 def launch_case(target, spec, gates, launches_a, launches_b):
     """Install, then run the launch sequence on patched and stock entries (P3)."""
+    if target["flag_gems"]["kind"] != "mock":
+        return {"active": False, "call": _MOCK_ONLY}
     prepare_flag_gems(target, spec)
     mod, fn = load_installer(target, gates)
     before = observe.snapshot()

@@ -28,8 +28,10 @@ echo "== flagprop run: GPU matrix"
 for f in "$OUTDIR"/report-gpu/reproducers/*.py; do
   [ -e "$f" ] || continue
   echo "== python3 $(basename "$f")"
-  $PY "$f" | grep -v '^case:'
-  echo "exit $?"
+  $PY "$f" >"$OUTDIR/repro.log" 2>&1
+  rc=$?
+  grep -v '^case:' "$OUTDIR/repro.log"
+  echo "exit $rc"
 done
 echo "== flagprop run: CPU fixture matrix and the real installer x mocks (torch $($PY -c 'import torch; print(torch.__version__)'))"
 ./build-gpu/flagprop run --manifest fixtures/targets/default.json \

@@ -48,6 +48,7 @@ PropertyOutcome runP2(TargetSession& session, const RunOptions& opts) {
     const InstallCase c = *gen::installCase(fixed);
     const json obs = session.installCase(c.mock, c.gates, 2);
     const json verdict = judgeIdempotence(obs, session.target().gatesOpen(c.gates));
+    RC_TAG(verdict.at("reason").get<std::string>());
     if (!verdict.at("pass").get<bool>()) {
       json o = {{"first", obs.at("components").at(0)},
                 {"second", obs.at("components").at(1)},

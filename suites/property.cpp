@@ -220,6 +220,14 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     out.casesRun = s->numSuccess;
     out.status = "pass";
     out.reason = std::to_string(s->numSuccess) + " generated cases held";
+    // How the cases were classified (RC_TAG), e.g. {"active": 41, "reported-skip": 50, ...}.
+    json dist = json::object();
+    for (const auto& [tags, count] : s->distribution) {
+      std::string k;
+      for (const auto& t : tags) k += (k.empty() ? "" : ",") + t;
+      dist[k.empty() ? "untagged" : k] = count;
+    }
+    out.observations["distribution"] = dist;
   } else if (result.template is<rc::detail::FailureResult>()) {
     const auto* f = &result.template get<rc::detail::FailureResult>();
     out.casesRun = f->numSuccess + 1;

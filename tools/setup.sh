@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs flagprop's Debian dependencies (when missing) and builds it in
+# ./build. Safe to run again: apt is skipped when everything is installed and
+# the build is incremental. Needs root (or sudo) for apt on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PKGS="build-essential cmake ninja-build librapidcheck-dev libgtest-dev libtorch-dev python3-torch python3-dev pybind11-dev nlohmann-json3-dev"
+missing=""
+for p in $PKGS; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "flagprop setup: installing$missing"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+fi
+cmake --build build -j"$(nproc)"

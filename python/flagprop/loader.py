@@ -6,7 +6,8 @@ installers) is executed as module ``torch_fl.flagos`` inside a synthetic
 ``torch_fl`` package. The package's compiled parts (``_C``) and the
 ``torch_fl.flagos`` siblings it imports (``meta``, ``random``) are stubs, and
 the two gates ``_build_accelerator()`` / ``_conf_routes_to_flaggems()`` return
-the values the case asks for. Nothing from the real ``torch_fl`` package is
+the values the case asks for. The module also sees
+``__flagprop_compile_file__(path)``, which returns a cached code object. Nothing from the real ``torch_fl`` package is
 imported: the synthetic packages have an empty ``__path__``.
 
 Installed mode imports the module a user would and reads the real gates.
@@ -119,6 +120,9 @@ def load_source(path, module_name, gates):
         setattr(mod, sib, stub)
     setattr(parent, parts[-1], mod)
     sys.modules[module_name] = mod
+    # Code that executes further files into its own namespace (flagprop's
+    # fixtures do) may use the same compile cache.
+    mod.__dict__["__flagprop_compile_file__"] = _compiled
     try:
         exec(code, mod.__dict__)
     except Exception as e:

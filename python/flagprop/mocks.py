@@ -95,13 +95,17 @@ class _JITFunction:
     def __init__(self, params, witness, entry_holder):
         self.params = params
         self.arg_names = [p.name for p in params]
-        self.signature = inspect.Signature(
-            [
-                inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                for p in params
-            ]
-        )
+        self._signature = None
         self._witness = witness
+
+    @property
+    def signature(self):
+        """``inspect.Signature`` of the kernel (built on first use)."""
+        if self._signature is None:
+            self._signature = inspect.Signature(
+                [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self.params]
+            )
+        return self._signature
 
     def run(self, *args, **kwargs):
         """Compile (counted) and launch once, as a JIT's first call does."""
@@ -179,10 +183,19 @@ MockTensorDescriptor.__name__ = "TensorDescriptor"
 MockTensorDescriptor.__qualname__ = "TensorDescriptor"
 
 
+_DESCRIPTOR_CLASS = []
+
+
 def descriptor_class():
     """Triton's ``TensorDescriptor`` class where Triton is importable, else
     flagprop's stand-in (which ``install`` registers as
-    ``triton.tools.tensor_descriptor``)."""
+    ``triton.tools.tensor_descriptor``). Looked up once per process."""
+    if not _DESCRIPTOR_CLASS:
+        _DESCRIPTOR_CLASS.append(_find_descriptor_class())
+    return _DESCRIPTOR_CLASS[0]
+
+
+def _find_descriptor_class():
     try:
         spec = importlib.util.find_spec("triton")
     except (ImportError, ValueError):
@@ -246,7 +259,6 @@ def _build_libentry(spec, libentry_mod, runtime_mod):
             self.jit_function = _JITFunction(params, witness, self)
             self.fn = self.jit_function
             self.arg_names = self.jit_function.arg_names
-            self.signature = self.jit_function.signature
             self.divisibility = spec["divisibility"]
             self.kernel_cache = tuple({} for _ in range(spec["device_count"]))
             self._cpu_cache = {}

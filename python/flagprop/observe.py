@@ -65,11 +65,16 @@ def snapshot():
 
 
 def _markers(obj):
+    """Truthy ``_torch_fl_*`` attributes set on the object itself (wrappers
+    are functions, whose attributes live in ``__dict__``)."""
+    d = getattr(obj, "__dict__", None) if obj is not MISSING else None
+    if not isinstance(d, dict):
+        return []
     out = []
-    for n in dir(obj) if obj is not MISSING else ():
+    for n, v in d.items():
         if n.startswith("_torch_fl_"):
             try:
-                if getattr(obj, n):
+                if v:
                     out.append(n)
             except Exception:
                 pass

@@ -1,15 +1,29 @@
 #include "core/sandbox.h"
 
+#include <string_view>
+
 namespace flagprop {
 
 namespace {
 
-bool watched(const std::string& name, const std::vector<std::string>& roots) {
+bool watched(std::string_view name, const std::vector<std::string>& roots) {
   if (name == "torch") return true;  // torch itself only, not its hundreds of submodules
   for (const auto& r : roots)
     if (name == r || (name.size() > r.size() && name.compare(0, r.size(), r) == 0 && name[r.size()] == '.'))
       return true;
   return false;
+}
+
+// The UTF-8 view of a str key without allocating (empty for non-str keys).
+std::string_view view(py::handle key) {
+  if (!PyUnicode_Check(key.ptr())) return {};
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(key.ptr(), &n);
+  if (!p) {
+    PyErr_Clear();
+    return {};
+  }
+  return {p, static_cast<size_t>(n)};
 }
 
 // Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
@@ -55,6 +69,7 @@ struct Sandbox::Impl {
   std::vector<std::pair<py::object, py::dict>> classes;
   py::list path;
   py::dict environ;
+  py::object environData;  // os.environ._data copy: a cheap "unchanged?" test
   py::list filters;
   py::list handlers;
   py::object level;
@@ -70,7 +85,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   py::module_ builtins = py::module_::import("builtins");
   py::object typeType = builtins.attr("type");
   for (auto item : mods) {
-    std::string name = py::str(item.first);
+    const std::string_view name = view(item.first);
     if (!watched(name, roots)) continue;
     py::object d = py::getattr(item.second, "__dict__", py::none());
     if (!py::isinstance<py::dict>(d)) continue;
@@ -80,13 +95,16 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     for (auto kv : md) {
       if (!PyType_Check(kv.second.ptr())) continue;
       py::object cmod = py::getattr(kv.second, "__module__", py::none());
-      if (cmod.is_none() || !watched(py::str(cmod), roots)) continue;
+      if (cmod.is_none() || !watched(view(cmod), roots)) continue;
       impl_->classes.emplace_back(py::reinterpret_borrow<py::object>(kv.second),
                                   py::dict(kv.second.attr("__dict__")));
     }
   }
   impl_->path = copyList(sys.attr("path"));
-  impl_->environ = py::dict(py::module_::import("os").attr("environ"));
+  py::object osEnviron = py::module_::import("os").attr("environ");
+  impl_->environ = py::dict(osEnviron);
+  py::object data = py::getattr(osEnviron, "_data", py::none());
+  impl_->environData = py::isinstance<py::dict>(data) ? py::object(copyDict(data)) : py::object(py::none());
   py::module_ warnings = py::module_::import("warnings");
   impl_->filters = copyList(warnings.attr("filters"));
   py::object root = py::module_::import("logging").attr("getLogger")();
@@ -108,10 +126,14 @@ void Sandbox::restore() {
   py::list path = sys.attr("path");
   path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
   py::object environ = py::module_::import("os").attr("environ");
-  for (auto k : py::list(environ.attr("keys")()))
-    if (!impl_->environ.contains(k)) environ.attr("pop")(k, py::none());
-  for (auto kv : impl_->environ)
-    if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
+  const bool envUnchanged = !impl_->environData.is_none() &&
+                            py::getattr(environ, "_data", py::none()).equal(impl_->environData);
+  if (!envUnchanged) {
+    for (auto k : py::list(environ.attr("keys")()))
+      if (!impl_->environ.contains(k)) environ.attr("pop")(k, py::none());
+    for (auto kv : impl_->environ)
+      if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
+  }
   py::module_ warnings = py::module_::import("warnings");
   py::list filters = warnings.attr("filters");
   filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);

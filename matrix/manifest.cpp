@@ -67,6 +67,7 @@ nlohmann::json Target::toJson() const {
                         {"module", installerModule},
                         {"function", installerFunction},
                         {"path", installerPath},
+                        {"python_path", pythonPath},
                         {"sha256_expected", installerSha256}}},
                       {"flag_gems", {{"kind", flagGemsKind}, {"path", flagGemsPath}, {"libentry_sha256_expected", libentrySha256}}},
                       {"supply_helper", supplyHelper},
@@ -126,6 +127,17 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
       throw ManifestError(origin + ": installer.path '" + p + "' does not exist (resolved to " + t.installerPath + ")");
   }
   t.installerSha256 = optString(inst, "sha256", origin, "installer.sha256", "");
+  if (inst.contains("python_path")) {
+    const auto& pp = field(inst, "python_path", origin, vt::array, "installer.python_path");
+    for (const auto& x : pp) {
+      if (!x.is_string()) throw ManifestError(origin + ": installer.python_path must list folders (strings)");
+      const std::string dir = resolve(baseDir, x.get<std::string>());
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec))
+        throw ManifestError(origin + ": installer.python_path folder '" + x.get<std::string>() + "' does not exist");
+      t.pythonPath.push_back(dir);
+    }
+  }
   if (!t.installerSha256.empty() && !isHex64(t.installerSha256))
     throw ManifestError(origin + ": installer.sha256 must be 64 lower-case hex digits");
 

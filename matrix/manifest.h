@@ -30,6 +30,7 @@ struct Target {
   std::string installerFunction = "_patch_flaggems_pointwise_dispatch";
   std::string installerPath;           ///< source mode: the file to load
   std::string installerSha256;         ///< expected; empty = not pinned
+  std::vector<std::string> pythonPath; ///< installed mode: folders put first on sys.path for the import
   std::string flagGemsKind = "mock";   ///< mock | source | installed
   std::string flagGemsPath;            ///< source: the checkout's src/ folder
   std::string libentrySha256;          ///< expected SHA256 of flag_gems/utils/libentry.py; empty = not pinned

@@ -69,17 +69,23 @@ json classifyInstall(const json& obs, bool gatesOpen) {
   }
   std::string install;
   const int n = static_cast<int>(std::size(kComponents));
-  if (broken) install = "broken-wrap";
+  const std::string raised = call.at("raised").get<std::string>();
+  if (!raised.empty()) install = "raised";
+  else if (broken) install = "broken-wrap";
   else if (active && silent) install = "partial";
   else if (silent) install = "silent-skip";
   else if (active == n) install = "active";
   else if (active) install = "partial-reported";
   else if (reportedSkips) install = "reported-skip";
   else install = "gated-off";
-  const bool pass = !(broken || silent);
+  // An optional performance installer runs at device init: an exception
+  // escaping it takes device init down, which is never an acceptable report.
+  const bool pass = !(broken || silent || !raised.empty());
   std::string reason;
   if (!pass) {
-    if (install == "broken-wrap") {
+    if (install == "raised") {
+      reason = "raised: the installer let " + raised + " escape (device init would fail)";
+    } else if (install == "broken-wrap") {
       reason = "broken-wrap: " + brokenWhy;
     } else {
       reason = install + ": ";

@@ -105,6 +105,18 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
   if (target_.device.rfind("cuda", 0) == 0) {
     bool ok = py::module_::import("torch").attr("cuda").attr("is_available")().cast<bool>();
     if (!ok) throw ManifestError(origin + ": device " + target_.device + " is not available on this machine");
+  } else if (target_.device.rfind("flagos", 0) == 0) {
+    // The flagos device exists once torch_fl is imported and sees a device.
+    try {
+      py::module_ tfl = py::module_::import("torch_fl");
+      const bool ok = py::module_::import("torch").attr("device")(target_.device).attr("type").cast<std::string>() == "flagos" &&
+                      py::module_::import("torch_fl.flagos").attr("device_count")().cast<int>() > 0;
+      if (!ok) throw ManifestError(origin + ": device " + target_.device + " is not available on this machine");
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": device " + target_.device + " needs torch_fl (" + describe(e) + ")");
+    }
+  } else if (target_.device != "cpu") {
+    throw ManifestError(origin + ": unknown device '" + target_.device + "' (use cpu, cuda:N or flagos:N)");
   }
   // Dry load: a missing installer function or a module that does not load is
   // a target error, reported once instead of once per case.
@@ -116,6 +128,19 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
       helper("session").attr("load_installer")(targetDict(), fromJson(toJson(defaultGates())));
     } catch (const py::error_already_set& e) {
       throw ManifestError(origin + ": " + describe(e));
+    }
+  }
+  if (target_.installerMode == "installed") {
+    // Installed mode runs with the package's real gates, whatever the manifest says.
+    Sandbox sb;
+    try {
+      const json g = toJson(helper("session").attr("real_gates")(targetDict()));
+      Gates real;
+      real.accelerator = g.at("accelerator").get<std::string>();
+      real.routesToFlagGems = g.at("routes_to_flaggems").get<bool>();
+      target_.gates = real;
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": cannot read the installed gates (" + describe(e) + ")");
     }
   }
   provenance_["versions"] = toJson(helper("session").attr("versions")());
@@ -130,6 +155,7 @@ py::dict TargetSession::targetDict() const {
   inst["module"] = target_.installerModule;
   inst["function"] = target_.installerFunction;
   inst["path"] = target_.installerPath;
+  inst["python_path"] = target_.pythonPath;
   py::dict fg;
   fg["kind"] = target_.flagGemsKind;
   fg["path"] = target_.flagGemsPath;

@@ -104,7 +104,9 @@ PropertyOutcome runP4(TargetSession&, const RunOptions&);
 /// P1's judgement of one install observation (exposed for tests and the
 /// reproducer). Returns {"components": {name: class}, "install": overall,
 /// "pass": bool, "reason": text}. Classes: active, reported-skip, silent-skip,
-/// gated-off, broken-wrap; overall adds partial and partial-reported.
+/// gated-off, broken-wrap; overall adds partial, partial-reported and raised
+/// (an exception escaped the installer). Fails on silent-skip, partial,
+/// broken-wrap and raised.
 json classifyInstall(const json& obs, bool gatesOpen);
 
 }  // namespace flagprop

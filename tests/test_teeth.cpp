@@ -106,3 +106,52 @@ TEST(Teeth, ClassifierSeesNoSilentSkipWhenGatesAreClosed) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+TEST(InstalledMode, ImportsTheInstalledPackageAndCatchesItsSilentSkip) {
+  TargetSession s(loadTarget(std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/installed.json"));
+  RunOptions o;
+  o.seed = 5;
+  const PropertyOutcome p1 = runP1(s, o);
+  ASSERT_EQ(p1.status, "fail") << p1.reason;
+  EXPECT_EQ(p1.observations.at("install"), "silent-skip");
+  EXPECT_EQ(runP2(s, o).status, "pass");
+  py::gil_scoped_acquire gil;
+  EXPECT_FALSE(py::module_::import("sys").attr("modules").contains("torch_fl")) << "the sandbox removes it again";
+}
+
+TEST(Observe, TraceHookIsRemovedEvenWhenTheInstallerRaises) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import sys, types
+from flagprop import observe
+mod = types.ModuleType("flagprop_target_raiser")
+exec("def install():\n    try:\n        {}['x']\n    except KeyError:\n        pass\n    raise ValueError('boom')\n", mod.__dict__)
+before = sys.gettrace()
+res = observe.call_installer(mod.install, mod)
+after = sys.gettrace()
+)", scope);
+  EXPECT_TRUE(scope["after"].is(scope["before"]));
+  const json res = toJson(scope["res"]);
+  EXPECT_EQ(res.at("raised"), "ValueError: boom");
+  ASSERT_EQ(res.at("exceptions").size(), 2u) << res.dump();
+  EXPECT_EQ(res.at("exceptions")[0].at("type"), "KeyError");
+  EXPECT_EQ(res.at("exceptions")[0].at("line"), 3);
+}
+
+TEST(Teeth, P1FailsAnInstallerThatLetsAnExceptionEscape) {
+  json call = {{"status", json::object()}, {"warnings", json::array()}, {"logs", json::array()},
+               {"raised", "ValueError: boom"}, {"returned_normally", false}, {"exceptions", json::array()}};
+  json comps = json::object();
+  for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
+    comps[c] = {{"changed", false}, {"markers", json::array()}, {"wrapped_is_original", false}, {"has_wrapped", false}};
+  const json v = classifyInstall({{"calls", json::array({call})}, {"components", json::array({comps})}}, true);
+  EXPECT_FALSE(v.at("pass").get<bool>());
+  EXPECT_EQ(v.at("install"), "raised");
+}
+
+}  // namespace
+}  // namespace flagprop

@@ -105,6 +105,7 @@ class _Tracer:
         self.module_globals = module_globals
         self.events = []
         self._seen = set()
+        self._alive = []  # strong references, so that an id() is never reused within a call
 
     def global_trace(self, frame, event, arg):
         if event == "call" and frame.f_globals is self.module_globals:
@@ -116,6 +117,7 @@ class _Tracer:
             etype, value, _tb = arg
             if id(value) not in self._seen:
                 self._seen.add(id(value))
+                self._alive.append(value)
                 self.events.append(
                     {
                         "file": frame.f_code.co_filename,

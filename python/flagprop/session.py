@@ -40,6 +40,9 @@ def prepare_flag_gems(target, spec):
 def load_installer(target, gates):
     """(module, installer callable) for the target under ``gates``."""
     inst = target["installer"]
+    for folder in reversed(inst.get("python_path") or []):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     if inst["mode"] == "source":
         mod = loader.load_source(inst["path"], inst["module"], gates)
     else:
@@ -122,3 +125,14 @@ def versions():
                 continue
         out[name] = getattr(mod, "__version__", "unknown")
     return out
+
+
+def real_gates(target):
+    """The installed package's own gate values (installed mode)."""
+    inst = target["installer"]
+    for folder in reversed(inst.get("python_path") or []):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    root = importlib.import_module(inst["module"].split(".")[0])
+    return {"accelerator": str(root._build_accelerator()),
+            "routes_to_flaggems": bool(root._conf_routes_to_flaggems())}

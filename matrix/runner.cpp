@@ -44,7 +44,7 @@ class PropertyTest : public testing::Test {
     (*doc_)["results"].push_back(r);
     writeText(outPath_, doc_->dump(2));
     std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
-    if (o.status != "pass") std::cout << ": " << o.reason.substr(0, 160);
+    if (o.status != "pass") std::cout << ": " << o.reason;
     std::cout << std::endl;
     EXPECT_TRUE(resultExpected(*doc_, r)) << def_->id << " on " << session_->target().name << " was " << o.status
                                           << ", expected otherwise: " << o.reason;
@@ -176,8 +176,13 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
       targets.push_back({{"name", stem(m)}, {"manifest", m}, {"status", "error"}, {"error", e.what()}, {"results", json::array()}});
     }
   }
-  std::cout << "flagprop: " << targetPaths.size() << " target(s), seed " << opts.run.seed << ", report in " << reportDir
-            << std::endl;
+  std::cout << "flagprop: " << targetPaths.size() << " target(s)";
+  if (!targets.empty()) std::cout << " (+" << targets.size() << " manifest error(s))";
+  if (opts.run.reproduce.empty())
+    std::cout << ", seed " << opts.run.seed;
+  else
+    std::cout << ", replaying a reproduce string";
+  std::cout << ", report in " << reportDir << std::endl;
   int index = 0;
   for (const auto& path : targetPaths) {
     ++index;
@@ -214,7 +219,8 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
     }
     targets.push_back(readDoc(out));
   }
-  json runInfo = {{"seed", opts.run.seed}, {"command", argvForLog}, {"report_dir", reportDir}};
+  json runInfo = {{"seed", opts.run.seed}, {"command", argvForLog}, {"report_dir", reportDir}, {"flagprop", selfExe}};
+  if (!opts.run.reproduce.empty()) runInfo["reproduce"] = opts.run.reproduce;
   const json report = mergeReport(targets, runInfo);
   writeText((fs::path(reportDir) / "report.json").string(), report.dump(2));
   writeText((fs::path(reportDir) / "report.md").string(), renderMarkdown(report));

@@ -61,8 +61,12 @@ std::string renderMarkdown(const json& report) {
   const auto& prov = report.at("provenance");
   md << "# flagprop report\n\n";
   md << "- schema: `" << report.value("schema", "") << "`\n";
-  md << "- seed: `" << prov.value("seed", json(0)).dump() << "`  (replay: `--seed " << prov.value("seed", json(0)).dump()
-     << "`)\n";
+  const std::string exe = prov.value("flagprop", std::string("flagprop"));
+  if (prov.contains("reproduce"))
+    md << "- replayed from reproduce string `" << prov.value("reproduce", "") << "`\n";
+  else
+    md << "- seed: `" << prov.value("seed", json(0)).dump() << "` (rerun the whole run: `" << exe << " run --seed "
+       << prov.value("seed", json(0)).dump() << "`)\n";
   if (prov.contains("versions")) md << "- versions: `" << prov.at("versions").dump() << "`\n";
   const auto& s = report.at("summary");
   md << "- results: " << s.at("results").dump() << ", target errors: " << s.value("target_errors", 0)
@@ -103,8 +107,8 @@ std::string renderMarkdown(const json& report) {
       if (o.contains("markers")) md << "- markers: `" << o.at("markers").dump() << "`\n";
       if (o.contains("components")) md << "- components: `" << o.at("components").dump() << "`\n";
       md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
-      md << "- reproduce in flagprop: `flagprop run --manifest " << t.value("manifest", "") << " --property "
-         << r.value("property", "") << " --reproduce " << r.value("reproduce", "") << "`\n";
+      md << "- reproduce in flagprop: `" << exe << " run --manifest " << t.value("manifest", "") << " --property "
+         << r.value("property", "") << " --reproduce '" << r.value("reproduce", "") << "' --report-dir flagprop-replay`\n";
       if (r.contains("reproducer") && !r.at("reproducer").is_null())
         md << "- standalone reproducer: `python3 " << r.at("reproducer").get<std::string>() << "`\n";
       md << "\n";
@@ -116,9 +120,10 @@ std::string renderMarkdown(const json& report) {
 void printSummary(const json& report, std::ostream& os) {
   os << "\n" << std::left << std::setw(30) << "target" << " P1      P2      P3      P4\n";
   for (const auto& t : report.at("targets")) {
-    os << std::left << std::setw(30) << t.value("name", "?").substr(0, 29);
+    const std::string name = t.value("name", "?");
+    os << std::left << std::setw(30) << (name.size() > 29 ? name.substr(0, 28) + "~" : name);
     if (t.value("status", "") != "ok") {
-      os << " error: " << t.value("error", "") << "\n";
+      os << " error! (target error, see above and report.md)\n";
       continue;
     }
     for (const char* p : {"P1", "P2", "P3", "P4"}) {
@@ -133,8 +138,8 @@ void printSummary(const json& report, std::ostream& os) {
     os << "\n";
   }
   const auto& s = report.at("summary");
-  os << "\nresults " << s.at("results").dump() << "; '!' marks an unexpected result (" << s.at("unexpected").size()
-     << ")\n";
+  os << "\nresults " << s.at("results").dump() << ", target errors " << s.value("target_errors", 0)
+     << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
 }
 
 void writeText(const std::string& path, const std::string& text) {

@@ -236,11 +236,20 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
       out.reason = std::string("malformed reproduce string: ") + e.what();
       return out;
     }
+    if (!replay.count(id)) {
+      out.status = "skip";
+      out.reason = "not replayed: the reproduce string holds no counterexample for " + id;
+      out.observations = {{"replayed", false}};
+      return out;
+    }
   }
   const auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.observations = json::object();
-  out.observations["seed"] = params.seed;
+  if (opts.reproduce.empty())
+    out.observations["seed"] = params.seed;
+  else
+    out.observations["replayed"] = opts.reproduce;
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto* s = &result.template get<rc::detail::SuccessResult>();
     out.casesRun = s->numSuccess;
@@ -265,7 +274,10 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     rmap.emplace(id, f->reproduce);
     out.reproduce = rc::detail::reproduceMapToString(rmap);
     json obs = last.observations;
-    obs["seed"] = params.seed;
+    if (opts.reproduce.empty())
+      obs["seed"] = params.seed;
+    else
+      obs["replayed"] = opts.reproduce;
     out.observations = obs;
     if (!opts.reproducerDir.empty()) {
       try {
@@ -285,6 +297,16 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     out.reason = e->description;
   }
   return out;
+}
+
+bool parseReproduceString(const std::string& s, std::vector<std::string>& ids, std::string& error) {
+  try {
+    for (const auto& kv : rc::detail::stringToReproduceMap(s)) ids.push_back(kv.first);
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
 }
 
 const std::vector<PropertyDef>& properties() {

@@ -88,6 +88,10 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
                             const RunOptions& opts, const std::function<void()>& body, FailureRecord& last,
                             const std::string& skipped);
 
+/// Whether `s` parses as a RapidCheck reproduce string; on failure `error`
+/// says why. `ids` receives the property ids it holds.
+bool parseReproduceString(const std::string& s, std::vector<std::string>& ids, std::string& error);
+
 /// The properties this project implements, in order.
 struct PropertyDef {
   const char* id;

@@ -1,5 +1,6 @@
 // flagprop command line.
 #include "matrix/runner.h"
+#include "suites/property.h"
 
 #include <cstring>
 #include <iostream>
@@ -103,6 +104,15 @@ int main(int argc, char** argv) {
       std::cerr << "flagprop: unknown option '" << a << "' (try flagprop --help)\n";
       return 2;
     }
+  }
+  if (!opts.run.reproduce.empty()) {
+    std::vector<std::string> ids;
+    std::string error;
+    if (!flagprop::parseReproduceString(opts.run.reproduce, ids, error)) {
+      std::cerr << "flagprop: --reproduce: not a RapidCheck reproduce string (" << error << ")\n";
+      return 2;
+    }
+    if (opts.properties.empty()) opts.properties = ids;  // replay only what the string holds
   }
   try {
     if (cmd == "run-target") {

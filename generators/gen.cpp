@@ -5,12 +5,25 @@
 namespace flagprop::gen {
 
 namespace {
+// RapidCheck scales inRange (and so element) by the size parameter, which
+// starves the later choices of a list on small sizes; choices are drawn at
+// the nominal size instead, so the weights hold for every case.
+template <typename T>
+rc::Gen<T> uniform(rc::Gen<T> g) {
+  return rc::gen::resize(rc::kNominalSize, std::move(g));
+}
+
+template <typename T, typename... Ts>
+rc::Gen<T> element(T first, Ts... rest) {
+  return uniform(rc::gen::element<T>(std::move(first), std::move(rest)...));
+}
+
 // Weighted choice that shrinks toward the first choice.
 template <typename T>
 rc::Gen<T> weighted(std::vector<std::pair<int, T>> choices) {
   int total = 0;
   for (const auto& c : choices) total += c.first;
-  return rc::gen::map(rc::gen::inRange(0, total), [choices](int r) {
+  return rc::gen::map(uniform(rc::gen::inRange(0, total)), [choices](int r) {
     for (const auto& c : choices) {
       if (r < c.first) return c.second;
       r -= c.first;
@@ -49,12 +62,12 @@ rc::Gen<MockSpec> mockSpec(std::optional<std::string> helper) {
                           : weighted<std::string>({{3, "present"}, {3, "absent"}, {1, "raising"}, {1, "wrong_signature"}});
   return rc::gen::build<MockSpec>(
       rc::gen::set(&MockSpec::helper, helperGen),
-      rc::gen::set(&MockSpec::keySignature, rc::gen::element<std::string>("standard", "extra_keyword")),
-      rc::gen::set(&MockSpec::runSignature, rc::gen::element<std::string>("standard", "grid_keyword")),
-      rc::gen::set(&MockSpec::cache, rc::gen::element<std::string>("tuple", "cpu")),
+      rc::gen::set(&MockSpec::keySignature, element<std::string>("standard", "extra_keyword")),
+      rc::gen::set(&MockSpec::runSignature, element<std::string>("standard", "grid_keyword")),
+      rc::gen::set(&MockSpec::cache, element<std::string>("tuple", "cpu")),
       rc::gen::set(&MockSpec::flagtuneTuner, weighted<bool>({{4, false}, {1, true}})),
-      rc::gen::set(&MockSpec::divisibility, rc::gen::element(16, 8, 32, 1)),
-      rc::gen::set(&MockSpec::vendor, rc::gen::element<std::string>("nvidia", "hygon", "metax", "ascend")),
+      rc::gen::set(&MockSpec::divisibility, element(16, 8, 32, 1)),
+      rc::gen::set(&MockSpec::vendor, element<std::string>("nvidia", "hygon", "metax", "ascend")),
       rc::gen::set(&MockSpec::deviceCount, rc::gen::inRange(1, 3)),
       rc::gen::set(&MockSpec::params, params()),
       rc::gen::set(&MockSpec::wrappers,
@@ -83,7 +96,7 @@ rc::Gen<ArgValue> boundaryInt() {
                                        (1ull << 63) - 1,
                                        1ull << 63,
                                        ~0ull};
-  return rc::gen::map(rc::gen::tuple(rc::gen::elementOf(bases), rc::gen::inRange<int>(-2, 3),
+  return rc::gen::map(rc::gen::tuple(uniform(rc::gen::elementOf(bases)), uniform(rc::gen::inRange<int>(-2, 3)),
                                      rc::gen::arbitrary<bool>()),
                       [](const std::tuple<uint64_t, int, bool>& t) {
                         auto [base, delta, negative] = t;
@@ -100,7 +113,7 @@ rc::Gen<ArgValue> boundaryInt() {
 
 rc::Gen<ArgValue> tensorArg() {
   return rc::gen::map(
-      rc::gen::tuple(rc::gen::element<std::string>("float32", "float16", "bfloat16", "float64", "int32", "int64",
+      rc::gen::tuple(element<std::string>("float32", "float16", "bfloat16", "float64", "int32", "int64",
                                                    "int8", "uint8", "bool"),
                      rc::gen::inRange<int64_t>(0, 65), rc::gen::inRange<int64_t>(0, 6), rc::gen::inRange(0, 50)),
       [](const std::tuple<std::string, int64_t, int64_t, int>& t) {
@@ -115,13 +128,13 @@ namespace {
 rc::Gen<ArgValue> simpleArg(ArgValue::Kind kind) {
   switch (kind) {
     case ArgValue::Kind::Float:
-      return rc::gen::map(rc::gen::element(0.0, 1.5, -2.0, 1e300, -0.0, 3.25),
+      return rc::gen::map(element(0.0, 1.5, -2.0, 1e300, -0.0, 3.25),
                           [](double d) { ArgValue a; a.kind = ArgValue::Kind::Float; a.real = d; return a; });
     case ArgValue::Kind::Bool:
       return rc::gen::map(rc::gen::arbitrary<bool>(),
                           [](bool b) { ArgValue a; a.kind = ArgValue::Kind::Bool; a.flag = b; return a; });
     case ArgValue::Kind::Str:
-      return rc::gen::map(rc::gen::element<std::string>("", "fp32", "i32", "TensorDescriptor"),
+      return rc::gen::map(element<std::string>("", "fp32", "i32", "TensorDescriptor"),
                           [](const std::string& s) { ArgValue a; a.kind = ArgValue::Kind::Str; a.text = s; return a; });
     default: {
       ArgValue a;
@@ -133,7 +146,7 @@ rc::Gen<ArgValue> simpleArg(ArgValue::Kind kind) {
 
 rc::Gen<ArgValue> descriptorArg() {
   return rc::gen::map(
-      rc::gen::tuple(rc::gen::element<std::string>("triton", "duck"), rc::gen::inRange<int64_t>(1, 64),
+      rc::gen::tuple(element<std::string>("triton", "duck"), rc::gen::inRange<int64_t>(1, 64),
                      rc::gen::inRange<int64_t>(1, 64)),
       [](const std::tuple<std::string, int64_t, int64_t>& t) {
         ArgValue a;

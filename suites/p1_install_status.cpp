@@ -19,12 +19,16 @@ bool reported(const json& call, const std::string& component) {
       if (status.contains(k) && status.at(k).get<std::string>() != "active") return true;
     return false;
   }
-  if (!call.at("warnings").empty()) return true;
+  // Only what a user can see and what the installer itself said counts: a
+  // warning issued by installer code in a category Python shows by default,
+  // or a WARNING+ log record emitted from installer code.
+  for (const auto& w : call.at("warnings"))
+    if (w.value("from_installer", false) && w.value("visible", false)) return true;
   for (const auto& r : call.at("logs")) {
     const std::string lvl = r.at("level").get<std::string>();
-    if (lvl == "WARNING" || lvl == "ERROR" || lvl == "CRITICAL") return true;
+    if ((lvl == "WARNING" || lvl == "ERROR" || lvl == "CRITICAL") && r.value("from_installer", false)) return true;
   }
-  return !call.at("raised").get<std::string>().empty();
+  return false;
 }
 
 std::string exceptionLine(const json& e) {
@@ -43,8 +47,11 @@ json classifyInstall(const json& obs, bool gatesOpen) {
   for (const char* c : kComponents) {
     const json& f = comps.at(c);
     std::string cls;
+    const bool supplied = !f.at("present_before").get<bool>() && f.at("present_after").get<bool>();
     if (f.at("changed").get<bool>()) {
-      if (!f.at("markers").empty() && f.at("wrapped_is_original").get<bool>()) {
+      // Active: marked, and __wrapped__ is the object it replaced -- or, for a
+      // component that did not exist before (a supplied helper), just marked.
+      if (!f.at("markers").empty() && (f.at("wrapped_is_original").get<bool>() || supplied)) {
         cls = "active";
         ++active;
       } else {
@@ -70,7 +77,9 @@ json classifyInstall(const json& obs, bool gatesOpen) {
   std::string install;
   const int n = static_cast<int>(std::size(kComponents));
   const std::string raised = call.at("raised").get<std::string>();
+  const bool outsideGates = !gatesOpen && (active || broken);
   if (!raised.empty()) install = "raised";
+  else if (outsideGates) install = "outside-gates";
   else if (broken) install = "broken-wrap";
   else if (active && silent) install = "partial";
   else if (silent) install = "silent-skip";
@@ -80,11 +89,14 @@ json classifyInstall(const json& obs, bool gatesOpen) {
   else install = "gated-off";
   // An optional performance installer runs at device init: an exception
   // escaping it takes device init down, which is never an acceptable report.
-  const bool pass = !(broken || silent || !raised.empty());
+  const bool pass = !(broken || silent || !raised.empty() || outsideGates);
   std::string reason;
   if (!pass) {
     if (install == "raised") {
       reason = "raised: the installer let " + raised + " escape (device init would fail)";
+    } else if (install == "outside-gates") {
+      reason = "outside-gates: the installer changed " + std::to_string(active + broken) +
+               " component(s) although its gates are closed for this case";
     } else if (install == "broken-wrap") {
       reason = "broken-wrap: " + brokenWhy;
     } else {
@@ -94,8 +106,10 @@ json classifyInstall(const json& obs, bool gatesOpen) {
         if (classes[c] == "silent-skip") names += (names.empty() ? "" : ", ") + std::string(c);
       reason += names + " not installed and nothing reported (no warning, log record or status)";
       if (active) reason += "; " + std::to_string(active) + " other component(s) active";
+      // The last exception before the installer gave up is the likeliest cause.
       const auto& ex = call.at("exceptions");
-      if (!ex.empty()) reason += "; caught inside the installer: " + exceptionLine(ex.at(0));
+      if (!ex.empty()) reason += "; caught inside the installer: " + exceptionLine(ex.back());
+      if (call.value("trace_lost", false)) reason += "; the installer replaced the trace function, so exceptions may be missing";
       if (call.at("returned_normally").get<bool>()) reason += "; the installer returned normally";
     }
   } else {
@@ -129,6 +143,7 @@ json p1Observations(const json& obs, const json& verdict) {
           {"warnings", call.at("warnings")},
           {"logs", call.at("logs")},
           {"status", call.at("status")},
+          {"trace_lost", call.value("trace_lost", false)},
           {"witness", obs.at("witness")}};
 }
 

@@ -23,6 +23,15 @@ json judgeFallback(const LaunchCase& c, const json& obs) {
               {"launch", i},
               {"reason", at + ": result differs from the stock path (patched " + std::to_string(l.at("a_out").get<double>()) +
                              ", stock " + std::to_string(l.at("b_out").get<double>()) + ")"}};
+    if (ra.empty() && !l.value("return_equal", true))
+      return {{"pass", false},
+              {"launch", i},
+              {"reason", at + ": run returned " + l.value("return_a", std::string()) + ", the stock path returned " +
+                             l.value("return_b", std::string())}};
+    if (ra.empty() && !l.value("grid_equal", true))
+      return {{"pass", false},
+              {"launch", i},
+              {"reason", at + ": launched with grid " + l.at("grid_a").dump() + ", the stock path with " + l.at("grid_b").dump()}};
     const bool mustStock = kind != "positional" || entryNeedsStock || l.at("cache_grew").get<bool>();
     if (mustStock && ra.empty() && l.at("stock_calls").get<int>() < 1)
       return {{"pass", false},

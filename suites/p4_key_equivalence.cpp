@@ -1,6 +1,8 @@
 // P4 key equivalence: the fast LibEntry.key equals the stock key for generated
 // argument lists (boundary ints, bools, floats, strings, None, tensors of each
-// dtype with aligned and misaligned data_ptr, descriptor-like objects).
+// dtype with aligned and misaligned data_ptr, descriptor-like objects), after a
+// warm-up key on the same entry; and the installed descriptor helper and the
+// broadcast_shapes / type_promotion memos answer as the originals do.
 #include "generators/gen.h"
 #include "suites/property.h"
 
@@ -33,6 +35,10 @@ PropertyOutcome runP4(TargetSession& session, const RunOptions& opts) {
       std::string why = obs.at("raised").get<std::string>();
       if (why.empty()) why = "fast key " + obs.at("fast").get<std::string>() + " != stock key " + obs.at("stock").get<std::string>();
       last = {toJson(c), obs, why, "key"};
+      RC_FAIL(last.why);
+    }
+    if (!obs.value("memo_mismatches", json::array()).empty()) {
+      last = {toJson(c), obs, obs.at("memo_mismatches").at(0).get<std::string>(), "key"};
       RC_FAIL(last.why);
     }
   };

@@ -43,10 +43,72 @@ def _stock_entry(spec):
     return mods["flag_gems.utils.libentry"].make_entry()
 
 
-def compare_keys(spec, spec_args, dns_args, const_args):
-    """Patched ``LibEntry.key`` against a never-patched stock key.
+def _outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as e:
+        return ("raised", type(e).__name__)
 
-    Returns ``{"fast": repr, "stock": repr, "equal": bool, "raised": str}``.
+
+def _same(x, y):
+    try:
+        return x == y and hash(x) == hash(y)
+    except TypeError:
+        return x == y
+
+
+def compare_memos(before, b_mods, values):
+    """The installer's helper and memos against the originals, on ``values``.
+
+    ``before`` is the component snapshot taken before the install; ``b_mods``
+    a never-patched copy of the mocks. Each check calls the patched function
+    several times with different arguments, so a memo that ignores its
+    arguments shows. Returns a list of mismatch descriptions (empty = equal).
+    """
+    bad = []
+    le = sys.modules["flag_gems.utils.libentry"]
+    helper = le.__dict__.get("_descriptor_cache_key")
+    stock_helper = b_mods["flag_gems.utils.libentry"].__dict__.get("_descriptor_cache_key")
+    if helper is not None and stock_helper is not None:
+        for v in values:
+            got, want = _outcome(helper, v), _outcome(stock_helper, v)
+            if not _same(got, want):
+                bad.append("descriptor helper(%r) = %r, stock %r" % (v, got, want))
+                break
+    shapes = [tuple(v.shape) for v in values if isinstance(v, torch.Tensor)]
+    combos = [((1,), (3,)), ((2, 1), (1, 4)), ((5,), (5,)), ((3,), (4,))]
+    combos += [(s,) for s in shapes[:3]] + [((1,), s) for s in shapes[:3]]
+    original_bs = before.get("broadcast_memo")
+    if callable(original_bs) and torch.broadcast_shapes is not original_bs:
+        for shp in combos + combos[:2]:
+            got, want = _outcome(torch.broadcast_shapes, *shp), _outcome(original_bs, *shp)
+            if got != want:
+                bad.append("torch.broadcast_shapes%r = %r, original %r" % (shp, got, want))
+                break
+    pw = sys.modules.get("flag_gems.utils.pointwise_dynamic")
+    stock_pw = b_mods["flag_gems.utils.pointwise_dynamic"]
+    if pw is not None:
+        groups = [values[i:i + 2] for i in range(0, len(values), 2)] + [[1.5], [True], [7], []]
+        for kind in ("DEFAULT", "INT_TO_FLOAT"):
+            for grp in groups:
+                got = _outcome(pw.type_promotion, *grp, type_promotion=kind)
+                want = _outcome(stock_pw.type_promotion, *grp, type_promotion=kind)
+                if got != want:
+                    bad.append("type_promotion(%r, %s) = %r, stock %r" % (grp, kind, got, want))
+                    break
+    return bad
+
+
+_WARMUP = ([7], [2**40], ["warm-up"])
+
+
+def compare_keys(spec, spec_args, dns_args, const_args, before=None):
+    """Patched ``LibEntry.key`` against a never-patched stock key, after one
+    warm-up key on the same entries (so a key that remembers its first answer
+    shows), plus the descriptor helper and the memos (``compare_memos``).
+
+    Returns ``{"fast": repr, "stock": repr, "equal": bool, "raised": str,
+    "memo_mismatches": [str]}``.
     """
     desc_cls = mocks.descriptor_class()
     s = [_materialize(a, desc_cls) for a in spec_args]
@@ -54,8 +116,14 @@ def compare_keys(spec, spec_args, dns_args, const_args):
     c = [_materialize(a, desc_cls) for a in const_args]
     le = sys.modules["flag_gems.utils.libentry"]
     a_entry = le.make_entry()
-    b_entry = _stock_entry(spec)
+    b_mods = mocks.build(spec)
+    b_entry = b_mods["flag_gems.utils.libentry"].make_entry()
     raised = ""
+    try:
+        a_entry.key(*[list(x) for x in _WARMUP])
+        b_entry.key(*[list(x) for x in _WARMUP])
+    except Exception as e:
+        raised = "warm-up key raised %s: %s" % (type(e).__name__, e)
     try:
         fast = a_entry.key(list(s), list(d), list(c))
     except Exception as e:
@@ -64,8 +132,10 @@ def compare_keys(spec, spec_args, dns_args, const_args):
         stock = b_entry.key(list(s), list(d), list(c))
     except Exception as e:
         stock, raised = None, raised or "stock key raised %s: %s" % (type(e).__name__, e)
-    equal = (not raised) and fast == stock and hash(fast) == hash(stock)
-    return {"fast": repr(fast), "stock": repr(stock), "equal": bool(equal), "raised": raised}
+    equal = (not raised) and _same(fast, stock)
+    memo = compare_memos(before or {}, b_mods, s + d + c) if before is not None else []
+    return {"fast": repr(fast), "stock": repr(stock), "equal": bool(equal), "raised": raised,
+            "memo_mismatches": memo}
 
 
 def _cache(entry):
@@ -96,13 +166,27 @@ def run_launches(spec, launches_a, launches_b):
         cache_a = _cache(a_entry)
         n_before = len(cache_a)
         res = {"kind": la["kind"], "raised_a": "", "raised_b": ""}
+        rets = {}
         for entry, launch, tag in ((a_entry, la, "a"), (b_entry, lb, "b")):
             grid = tuple(launch["grid"])
             g = (lambda meta, grid=grid: grid) if launch.get("callable_grid") else grid
             try:
-                entry.run(*launch["args"], grid=g, warmup=False, **launch["kwargs"])
+                rets[tag] = entry.run(*launch["args"], grid=g, warmup=False, **launch["kwargs"])
             except Exception as e:
                 res["raised_" + tag] = "%s: %s" % (type(e).__name__, e)
+        ra, rb = rets.get("a"), rets.get("b")
+        # run returns (kernel, constexprs); the kernel's last launch has the grid.
+        shape_ok = isinstance(ra, tuple) and len(ra) == 2 and isinstance(rb, tuple) and len(rb) == 2
+        res["return_equal"] = bool(
+            (ra is None and rb is None)
+            or (shape_ok and ra[1] == rb[1] and type(ra[0]) is type(rb[0]))
+        )
+        res["return_a"] = repr(ra)[:200]
+        res["return_b"] = repr(rb)[:200]
+        la_grid = ra[0].launches[-1][0] if shape_ok and getattr(ra[0], "launches", None) else None
+        lb_grid = rb[0].launches[-1][0] if shape_ok and getattr(rb[0], "launches", None) else None
+        res["grid_a"], res["grid_b"] = list(la_grid or ()), list(lb_grid or ())
+        res["grid_equal"] = la_grid == lb_grid
         res["stock_calls"] = le.WITNESS["run"] - before_runs
         res["cache_grew"] = len(cache_a) > n_before
         ta = [x for x in la["args"] if isinstance(x, torch.Tensor)]

@@ -130,26 +130,52 @@ def _bind_all(params, args, kwargs):
     return full
 
 
+def _arg_sig(a):
+    """What a compiled kernel is specialised on, per argument (dtype for
+    tensors, the key classifier's int class for ints, the type otherwise)."""
+    if isinstance(a, torch.Tensor):
+        return ("tensor", str(a.dtype))
+    if isinstance(a, bool):
+        return ("bool",)
+    if isinstance(a, int):
+        return ("int", "i32" if -(2**31) <= a <= 2**31 - 1 else "u64" if 2**63 <= a <= 2**64 - 1 else "i64")
+    return (type(a).__name__,)
+
+
 class MockKernel:
     """A compiled kernel: ``kernel[grid](*args)`` computes on the CPU.
 
     The result is written into the last tensor argument (the output): every
     element becomes ``sum(t.sum() for input tensors) + sum((i+1)*v for numeric
     scalar args v at position i)``, so an argument that is dropped, reordered or
-    replaced changes the output.
+    replaced changes the output. Like a real specialised kernel it is only
+    right for the argument types it was compiled for: launched with others
+    (a cache lookup that ignored the key), it writes NaN and counts a
+    ``mismatch`` witness.
     """
 
     def __init__(self, jit, witness):
         self._jit = jit
         self._witness = witness
         self.launches = []
+        self.signature = None  # set by the first launch (the compile launch)
 
     def __getitem__(self, grid):
         def launch(*args):
             self._witness["launch"] += 1
             self.launches.append((tuple(grid), len(args)))
+            sig = tuple(_arg_sig(a) for a in args)
+            if self.signature is None:
+                self.signature = sig
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             if not tensors:
+                return None
+            if sig != self.signature:
+                self._witness["mismatch"] += 1
+                if tensors[-1].numel() and tensors[-1].is_floating_point():
+                    tensors[-1].fill_(float("nan"))
+                elif tensors[-1].numel():
+                    tensors[-1].fill_(-1)
                 return None
             acc = 0.0
             for t in tensors[:-1]:
@@ -423,8 +449,26 @@ def build(spec):
     runtime.torch_device_fn = _DeviceFn()
 
     def type_promotion(*args, type_promotion):
-        dtypes = [a.dtype for a in args if isinstance(a, torch.Tensor)]
-        return (dtypes[0] if dtypes else torch.float32,)
+        # A small model of elementwise type promotion: every tensor dtype and
+        # python scalar counts, and INT_TO_FLOAT lifts an integral result.
+        result = None
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                d = a.dtype
+            elif isinstance(a, bool):
+                d = torch.bool
+            elif isinstance(a, int):
+                d = torch.int64
+            elif isinstance(a, float):
+                d = torch.get_default_dtype()
+            else:
+                continue
+            result = d if result is None else torch.promote_types(result, d)
+        if result is None:
+            result = torch.get_default_dtype()
+        if type_promotion == "INT_TO_FLOAT" and not result.is_floating_point:
+            result = torch.get_default_dtype()
+        return (result,)
 
     pointwise.type_promotion = type_promotion
     entry_cls = _build_libentry(spec, libentry, runtime)

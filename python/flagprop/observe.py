@@ -107,8 +107,11 @@ class _Tracer:
         self._seen = set()
         self._alive = []  # strong references, so that an id() is never reused within a call
 
+        self.files = set()  # co_filename of every installer frame seen
+
     def global_trace(self, frame, event, arg):
         if event == "call" and frame.f_globals is self.module_globals:
+            self.files.add(frame.f_code.co_filename)
             return self.local_trace
         return None
 
@@ -141,7 +144,8 @@ class _Capture(logging.Handler):
         except Exception:
             msg = str(record.msg)
         self.records.append(
-            {"logger": record.name, "level": record.levelname, "message": _short(msg)}
+            {"logger": record.name, "level": record.levelname, "message": _short(msg),
+             "file": record.pathname, "line": record.lineno}
         )
 
 
@@ -162,9 +166,14 @@ def _status_of(module, returned):
                 src = cand
                 break
     if src:
+        known = {name for name, _ in COMPONENTS} | {"*", "all"}
         for k, v in src.items():
-            status[str(k)] = v if isinstance(v, str) else repr(v)
+            if str(k) in known:  # a mapping about something else is no status
+                status[str(k)] = v if isinstance(v, str) else repr(v)
     return status
+
+
+_HIDDEN_CATEGORIES = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 def call_installer(fn, module):
@@ -173,45 +182,75 @@ def call_installer(fn, module):
     Returns a dict: ``returned_normally`` (bool), ``raised`` (type: message or
     ""), ``exceptions`` (list of {file, line, function, type, message} for
     every exception raised inside the installer's own frames, whether caught
-    or not), ``warnings`` (list of {category, message, file, line}),
-    ``logs`` (list of {logger, level, message}), ``status`` (component ->
-    text, from the return value or the module's status attribute).
+    or not), ``warnings`` (every warning seen: {category, message, file, line,
+    from_installer, visible}; only those issued by installer code through
+    ``warnings.warn`` with a category Python shows by default count as
+    reports), ``logs`` (every record: {logger, level, message, file, line,
+    from_installer}), ``status`` (component -> text, from the return value or
+    the module's status attribute, component keys only), ``trace_lost`` (the
+    installer replaced the trace function, so exception recording may be
+    incomplete).
     """
-    tracer = _Tracer(getattr(module, "__dict__", None))
+    g = getattr(module, "__dict__", None)
+    tracer = _Tracer(g)
     cap = _Capture()
     root = logging.getLogger()
     old_level = root.level
+    old_disable = logging.root.manager.disable
     root.addHandler(cap)
     root.setLevel(logging.DEBUG)
+    logging.disable(logging.NOTSET)
     old_trace = sys.gettrace()
     raised = ""
     returned = None
+    issued = []  # (message, category, from_installer) for warnings.warn calls
+    real_warn = warnings.warn
+
+    def warn(message, category=None, stacklevel=1, *args, **kwargs):
+        caller = sys._getframe(1)
+        cat = category if category is not None else (
+            type(message) if isinstance(message, Warning) else UserWarning)
+        issued.append((str(message), cat, caller.f_globals is g))
+        return real_warn(message, category, stacklevel + 1, *args, **kwargs)
+
     with warnings.catch_warnings(record=True) as wlist:
         warnings.simplefilter("always")
+        warnings.warn = warn
         sys.settrace(tracer.global_trace)
         try:
             returned = fn()
         except BaseException as e:  # noqa: B902 - recorded, never swallowed silently
             raised = "%s: %s" % (type(e).__name__, _short(e))
         finally:
+            trace_lost = sys.gettrace() is not tracer.global_trace
             sys.settrace(old_trace)
+            warnings.warn = real_warn
             root.removeHandler(cap)
             root.setLevel(old_level)
+            logging.disable(old_disable)
+    from_installer = {(m, c) for m, c, mine in issued if mine}
+    out_warnings = []
+    for w in wlist:
+        msg = _short(w.message)
+        mine = (str(w.message), w.category) in from_installer
+        out_warnings.append({
+            "category": w.category.__name__,
+            "message": msg,
+            "file": str(w.filename),
+            "line": int(w.lineno or 0),
+            "from_installer": mine,
+            "visible": not issubclass(w.category, _HIDDEN_CATEGORIES),
+        })
+    for r in cap.records:
+        r["from_installer"] = r["file"] in tracer.files
     return {
         "returned_normally": not raised,
         "raised": raised,
         "exceptions": tracer.events,
-        "warnings": [
-            {
-                "category": w.category.__name__,
-                "message": _short(w.message),
-                "file": str(w.filename),
-                "line": int(w.lineno or 0),
-            }
-            for w in wlist
-        ],
+        "warnings": out_warnings,
         "logs": cap.records,
         "status": _status_of(module, returned),
+        "trace_lost": trace_lost,
     }
 
 

@@ -57,9 +57,9 @@ def install_case(target, spec, gates, installs):
     identities: [per call], witness}.
     """
     prepare_flag_gems(target, spec)
+    before = observe.snapshot()  # before loading: an installer may patch at import
     mod, fn = load_installer(target, gates)
     out = {"helper": observe.helper_state(), "calls": [], "components": [], "identities": []}
-    before = observe.snapshot()
     for _ in range(installs):
         out["calls"].append(observe.call_installer(fn, mod))
         out["components"].append(observe.components_after(before))
@@ -80,13 +80,13 @@ def key_case(target, spec, gates, spec_args, dns_args, const_args):
     if target["flag_gems"]["kind"] != "mock":
         return {"active": False, "call": _MOCK_ONLY}
     prepare_flag_gems(target, spec)
-    mod, fn = load_installer(target, gates)
     before = observe.snapshot()
+    mod, fn = load_installer(target, gates)
     call = observe.call_installer(fn, mod)
     comps = observe.components_after(before)
     if not _active(comps):
         return {"active": False, "call": call}
-    res = launch.compare_keys(spec, spec_args, dns_args, const_args)
+    res = launch.compare_keys(spec, spec_args, dns_args, const_args, before)
     res["active"] = True
     return res
 
@@ -96,8 +96,8 @@ def launch_case(target, spec, gates, launches_a, launches_b):
     if target["flag_gems"]["kind"] != "mock":
         return {"active": False, "call": _MOCK_ONLY}
     prepare_flag_gems(target, spec)
-    mod, fn = load_installer(target, gates)
     before = observe.snapshot()
+    mod, fn = load_installer(target, gates)
     call = observe.call_installer(fn, mod)
     comps = observe.components_after(before)
     if not _active(comps):

@@ -6,8 +6,13 @@ namespace flagprop {
 
 namespace {
 
+// Modules watched by exact name (not their submodules).
+bool watchedExactly(std::string_view name) {
+  return name == "torch" || name == "torch.functional" || name == "builtins";
+}
+
 bool watched(std::string_view name, const std::vector<std::string>& roots) {
-  if (name == "torch") return true;  // torch itself only, not its hundreds of submodules
+  if (watchedExactly(name)) return true;
   for (const auto& r : roots)
     if (name == r || (name.size() > r.size() && name.compare(0, r.size(), r) == 0 && name[r.size()] == '.'))
       return true;
@@ -26,12 +31,15 @@ std::string_view view(py::handle key) {
   return {p, static_cast<size_t>(n)};
 }
 
+std::string_view view(py::handle key);
+
 // Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
 // only the keys that differ.
-void restoreDict(py::dict target, py::dict snap) {
+void restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
   std::vector<py::object> extra;
   for (auto item : target)
-    if (!snap.contains(item.first)) extra.push_back(py::reinterpret_borrow<py::object>(item.first));
+    if (!snap.contains(item.first) && !(keepUnlessWatched && !watched(view(item.first), *keepUnlessWatched)))
+      extra.push_back(py::reinterpret_borrow<py::object>(item.first));
   for (auto& k : extra) PyDict_DelItem(target.ptr(), k.ptr());
   for (auto item : snap) {
     PyObject* cur = PyDict_GetItem(target.ptr(), item.first.ptr());
@@ -64,6 +72,13 @@ py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySeque
 
 struct Sandbox::Impl {
   bool restored = false;
+  std::vector<std::string> roots;
+  py::list metaPath, pathHooks;
+  py::object threadTrace, threadProfile;
+  py::object logDisable;
+  std::vector<std::pair<py::object, py::object>> loggerLevels;  // (logger, level)
+  py::object defaultDtype, gradEnabled, cwd;
+  int recursionLimit = 0;
   py::dict modules;                                  // sys.modules copy
   std::vector<std::pair<py::dict, py::dict>> dicts;  // (module __dict__, copy)
   std::vector<std::pair<py::object, py::dict>> classes;
@@ -77,8 +92,9 @@ struct Sandbox::Impl {
 };
 
 Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
-  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target"};
+  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "_flagprop"};
   roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
+  impl_->roots = roots;
   py::module_ sys = py::module_::import("sys");
   py::dict mods = sys.attr("modules");
   impl_->modules = copyDict(mods);
@@ -91,7 +107,11 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     if (!py::isinstance<py::dict>(d)) continue;
     py::dict md = py::reinterpret_borrow<py::dict>(d);
     impl_->dicts.emplace_back(md, copyDict(md));
-    if (name == "torch") continue;
+    if (name == "torch") {
+      py::object tensor = md.attr("get")("Tensor");
+      if (!tensor.is_none()) impl_->classes.emplace_back(tensor, py::dict(tensor.attr("__dict__")));
+    }
+    if (watchedExactly(name)) continue;
     for (auto kv : md) {
       if (!PyType_Check(kv.second.ptr())) continue;
       py::object cmod = py::getattr(kv.second, "__module__", py::none());
@@ -112,6 +132,21 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   impl_->level = root.attr("level");
   impl_->trace = sys.attr("gettrace")();
   impl_->profile = sys.attr("getprofile")();
+  impl_->metaPath = copyList(sys.attr("meta_path"));
+  impl_->pathHooks = copyList(sys.attr("path_hooks"));
+  py::module_ threading = py::module_::import("threading");
+  impl_->threadTrace = py::getattr(threading, "_trace_hook", py::none());
+  impl_->threadProfile = py::getattr(threading, "_profile_hook", py::none());
+  py::module_ logging = py::module_::import("logging");
+  impl_->logDisable = logging.attr("root").attr("manager").attr("disable");
+  for (auto kv : py::dict(logging.attr("root").attr("manager").attr("loggerDict")))
+    if (py::hasattr(kv.second, "setLevel"))
+      impl_->loggerLevels.emplace_back(py::reinterpret_borrow<py::object>(kv.second), kv.second.attr("level"));
+  py::module_ torch = py::module_::import("torch");
+  impl_->defaultDtype = torch.attr("get_default_dtype")();
+  impl_->gradEnabled = torch.attr("is_grad_enabled")();
+  impl_->cwd = py::module_::import("os").attr("getcwd")();
+  impl_->recursionLimit = sys.attr("getrecursionlimit")().cast<int>();
 }
 
 void Sandbox::restore() {
@@ -120,7 +155,10 @@ void Sandbox::restore() {
   py::module_ sys = py::module_::import("sys");
   sys.attr("settrace")(impl_->trace);
   sys.attr("setprofile")(impl_->profile);
-  restoreDict(sys.attr("modules"), impl_->modules);
+  // Modules a case added are removed only under the watched roots (the code
+  // under test and its mocks); a library the case imported (functorch, a
+  // torch submodule) stays, since importing it again can fail.
+  restoreDict(sys.attr("modules"), impl_->modules, &impl_->roots);
   for (auto& [d, snap] : impl_->dicts) restoreDict(d, snap);
   for (auto& [cls, snap] : impl_->classes) restoreClass(cls, snap);
   py::list path = sys.attr("path");
@@ -142,6 +180,23 @@ void Sandbox::restore() {
   py::list handlers = root.attr("handlers");
   handlers.attr("__setitem__")(py::slice(0, py::len(handlers), 1), impl_->handlers);
   root.attr("setLevel")(impl_->level);
+  py::list metaPath = sys.attr("meta_path");
+  metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
+  py::list hooks = sys.attr("path_hooks");
+  hooks.attr("__setitem__")(py::slice(0, py::len(hooks), 1), impl_->pathHooks);
+  py::module_ threading = py::module_::import("threading");
+  threading.attr("_trace_hook") = impl_->threadTrace;
+  threading.attr("_profile_hook") = impl_->threadProfile;
+  py::module_ logging = py::module_::import("logging");
+  logging.attr("disable")(impl_->logDisable);
+  for (auto& [logger, level] : impl_->loggerLevels)
+    if (!py::object(logger.attr("level")).equal(level)) logger.attr("setLevel")(level);
+  py::module_ torch = py::module_::import("torch");
+  torch.attr("set_default_dtype")(impl_->defaultDtype);
+  torch.attr("set_grad_enabled")(impl_->gradEnabled);
+  py::module_ os = py::module_::import("os");
+  if (!os.attr("getcwd")().equal(impl_->cwd)) os.attr("chdir")(impl_->cwd);
+  sys.attr("setrecursionlimit")(impl_->recursionLimit);
 }
 
 Sandbox::~Sandbox() {

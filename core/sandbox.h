@@ -12,17 +12,22 @@ namespace flagprop {
 /// it on destruction (or on `restore()`), so that nothing one generated case
 /// does can leak into the next.
 ///
-/// Restored: every `sys.modules` entry (added ones removed, replaced ones put
-/// back); the `__dict__` of every *watched* module (attributes added, replaced
-/// or deleted, e.g. `torch.broadcast_shapes`); the `__dict__` of every class
-/// defined in a watched module other than `torch` (e.g. `LibEntry.run` /
-/// `.key`); `sys.path`; `os.environ`; `warnings.filters`; the root logger's
-/// handlers and level; and the trace / profile functions.
+/// Restored: `sys.modules` (entries replaced or deleted are put back; entries
+/// added under a watched root are removed, while other new imports -- a
+/// library the case pulled in -- stay, as importing them twice can fail); the
+/// `__dict__` of every *watched* module (attributes added, replaced or
+/// deleted, e.g. `torch.broadcast_shapes`); the `__dict__` of every class
+/// defined in a watched package and of `torch.Tensor` (e.g. `LibEntry.run` /
+/// `.key`); `sys.path`, `sys.meta_path`, `sys.path_hooks`; `os.environ` and
+/// the working directory; `warnings.filters`; the root logger's handlers and
+/// level, every existing logger's level and `logging.disable`; the trace /
+/// profile functions, also those for new threads; torch's default dtype and
+/// grad mode; the recursion limit.
 ///
-/// A module is watched when its name equals a watch root or starts with
-/// "root." (default roots: `torch` exactly, and the packages `flag_gems`,
-/// `torch_fl`, `triton`, `flagprop_target`). Requires the GIL; cost grows with
-/// the number of watched modules (a few µs for the CPU mocks).
+/// Watched modules: `torch`, `torch.functional` and `builtins` exactly, and
+/// the packages `flag_gems`, `torch_fl`, `triton`, `flagprop_target`,
+/// `_flagprop` with their submodules. Requires the GIL; costs a few hundred µs
+/// (mostly copying `sys.modules` and torch's namespace).
 class Sandbox {
  public:
   /// Snapshots now. `extraRoots` adds watch roots (package prefixes).

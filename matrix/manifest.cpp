@@ -193,7 +193,21 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
       throw ManifestError(origin + ": cases must be an integer from 1 to 100000");
     t.cases = c.get<int>();
   }
-  if (j.contains("expect")) t.expect = field(j, "expect", origin, vt::object, "expect");
+  if (j.contains("expect")) {
+    t.expect = field(j, "expect", origin, vt::object, "expect");
+    for (auto it = t.expect.begin(); it != t.expect.end(); ++it) {
+      const std::string k = it.key();
+      if (k != "P1" && k != "P2" && k != "P3" && k != "P4")
+        throw ManifestError(origin + ": expect may name P1, P2, P3, P4; got '" + k + "'");
+      const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
+      if (v != "pass" && v != "fail" && v != "skip" && v != "error")
+        throw ManifestError(origin + ": expect." + k + " must be pass, fail, skip or error; got " + it.value().dump());
+    }
+  }
+  if (j.contains("reports_once")) {
+    if (!j.at("reports_once").is_boolean()) throw ManifestError(origin + ": reports_once must be true or false");
+    t.reportsOnce = j.at("reports_once").get<bool>();
+  }
   if (j.contains("labels"))
     for (const auto& x : field(j, "labels", origin, vt::array, "labels"))
       if (x.is_string()) t.labels.push_back(x.get<std::string>());

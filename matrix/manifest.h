@@ -41,6 +41,7 @@ struct Target {
   int cases = 100;                     ///< RapidCheck maxSuccess per property
   nlohmann::json expect = nlohmann::json::object();  ///< property -> expected status (fixtures)
   std::vector<std::string> labels;     ///< e.g. cpu, cuda, dcu, fixture
+  bool reportsOnce = false;            ///< the installer documents reporting a skip once per process (P2)
 
   /// Whether `g` opens the installer's gates (build in gateBuilds and routes).
   bool gatesOpen(const Gates& g) const;

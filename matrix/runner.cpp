@@ -76,6 +76,7 @@ int runTarget(const std::string& manifest, const std::string& outPath, const std
   } catch (const std::exception& e) {
     doc["status"] = "error";
     doc["error"] = e.what();
+    doc["complete"] = true;
     writeText(outPath, doc.dump(2));
     std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;
     return 1;
@@ -106,6 +107,7 @@ int runTarget(const std::string& manifest, const std::string& outPath, const std
                           });
   }
   const int rc = RUN_ALL_TESTS();
+  doc["complete"] = true;  // the parent tells a finished target from one that died
   writeText(outPath, doc.dump(2));
   return rc == 0 ? 0 : 1;
 }
@@ -156,9 +158,27 @@ json readDoc(const std::string& path) {
 int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::vector<std::string>& argvForLog) {
   CliOptions opts = optsIn;
   if (opts.run.seed == 0) opts.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  // A report folder is either new, empty, or an earlier flagprop report whose
+  // results are cleared so they cannot be mistaken for this run's. Anything
+  // else is refused rather than overwritten.
+  std::error_code ec;
+  if (fs::exists(opts.reportDir, ec)) {
+    const bool empty = fs::is_directory(opts.reportDir, ec) && fs::is_empty(opts.reportDir, ec);
+    bool ours = false;
+    try {
+      ours = json::parse(readFile((fs::path(opts.reportDir) / "report.json").string())).value("schema", "") ==
+             "flagprop.report/1";
+    } catch (const std::exception&) {
+    }
+    if (!empty && !ours) {
+      std::cerr << "flagprop: --report-dir " << opts.reportDir
+                << " exists and holds no flagprop report; choose a new or empty folder" << std::endl;
+      return 2;
+    }
+    if (ours)
+      for (const char* sub : {"targets", "junit", "reproducers"}) fs::remove_all(fs::path(opts.reportDir) / sub);
+  }
   fs::create_directories(opts.reportDir);
-  // Results of an earlier run in the same folder must not be mistaken for this one's.
-  for (const char* sub : {"targets", "junit", "reproducers"}) fs::remove_all(fs::path(opts.reportDir) / sub);
   fs::create_directories(fs::path(opts.reportDir) / "targets");
   fs::create_directories(fs::path(opts.reportDir) / "junit");
   fs::create_directories(fs::path(opts.reportDir) / "reproducers");
@@ -191,6 +211,10 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
     const std::string junit = (fs::path(reportDir) / "junit" / (std::to_string(index) + "_" + name + ".xml")).string();
     std::cout << "== target " << index << "/" << targetPaths.size() << ": " << path << std::endl;
     if (!opts.isolate) {
+      if (targetPaths.size() != 1) {
+        std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << targetPaths.size() << std::endl;
+        return 2;
+      }
       runTarget(path, out, junit, opts);
     } else {
       std::vector<std::string> args = {selfExe, "run-target", "--manifest", path, "--out", out, "--junit", junit,
@@ -202,13 +226,17 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
       const ChildResult r = spawnAndWait(args, opts.timeoutSeconds);
       json doc = readDoc(out);
       if (doc.is_null()) doc = {{"name", name}, {"manifest", path}, {"status", "error"}, {"results", json::array()}};
-      if (r.timedOut || r.signal || (r.exitCode != 0 && r.exitCode != 1)) {
+      const bool finished = doc.value("complete", false);
+      if (r.timedOut || r.signal || (r.exitCode != 0 && r.exitCode != 1) || !finished) {
         std::string why = r.timedOut ? "target process timed out after " + std::to_string(opts.timeoutSeconds) + " s"
                           : r.signal ? std::string("target process died with signal ") + std::to_string(r.signal) + " (" +
                                            strsignal(r.signal) + ")"
-                                     : "target process exited with code " + std::to_string(r.exitCode);
+                          : finished ? "target process exited with code " + std::to_string(r.exitCode)
+                                     : "target process exited (code " + std::to_string(r.exitCode) +
+                                           ") before finishing its properties";
         std::cout << "[" << name << "] " << why << "; results written before that are kept" << std::endl;
         doc["crash"] = why;
+        if (doc.value("status", "") == "error" && doc.value("error", std::string()).empty()) doc["error"] = why;
         if (doc.value("status", "") != "error") {
           doc["status"] = "ok";
           doc["results"].push_back({{"property", "process"}, {"title", "target process"}, {"status", "error"}, {"reason", why}});

@@ -23,7 +23,10 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
                             const FailureRecord& failure) {
   fs::create_directories(dir);
   const Target& t = session.target();
-  const std::string path = (fs::path(dir) / ("repro_" + t.name + "_" + outcome.property + ".py")).string();
+  // Two manifests may share a name: the manifest path's hash keeps their files apart.
+  const std::string tag = std::to_string(std::hash<std::string>{}(t.manifestPath) % 10000);
+  const std::string path =
+      (fs::path(dir) / ("repro_" + t.name + "_" + outcome.property + "_" + tag + ".py")).string();
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write reproducer " + path);
   const std::string pyDir = pythonPackageDir() + "/flagprop";
@@ -42,6 +45,7 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "TARGET = " << pyJson(toJson(session.targetDict())) << "\n"
       << "INSTALLER_SHA256 = " << pyString(session.provenance().value("installer_sha256", "")) << "\n"
       << "GATE_BUILDS = " << pyJson(t.gateBuilds) << "\n"
+      << "REPORTS_ONCE = " << (t.reportsOnce ? "True" : "False") << "\n"
       << "DEFAULT_GATES = " << pyJson(toJson(session.defaultGates())) << "\n"
       << "CASE = " << pyJson(failure.caseJson) << "\n\n"
       << "# flagprop's own helper modules (python/flagprop), embedded verbatim.\n"

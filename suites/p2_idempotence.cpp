@@ -9,7 +9,7 @@ namespace flagprop {
 json p1Observations(const json& obs, const json& verdict);
 
 /// P2's judgement of a two-install observation: {"pass", "reason"}.
-json judgeIdempotence(const json& obs, bool gatesOpen) {
+json judgeIdempotence(const json& obs, bool gatesOpen, bool reportsOnce) {
   const json& ids1 = obs.at("identities").at(0);
   const json& ids2 = obs.at("identities").at(1);
   const json& comps2 = obs.at("components").at(1);
@@ -29,7 +29,7 @@ json judgeIdempotence(const json& obs, bool gatesOpen) {
   second["components"] = json::array({obs.at("components").at(1)});
   const json v1 = classifyInstall(first, gatesOpen);
   const json v2 = classifyInstall(second, gatesOpen);
-  if (v1.at("install") == "reported-skip" && v2.at("install") != "reported-skip")
+  if (!reportsOnce && v1.at("install") == "reported-skip" && v2.at("install") != "reported-skip")
     return {{"pass", false},
             {"reason", "the first install reported a skip, the second was " + v2.at("install").get<std::string>() +
                            " (a repeated install must stay skipped and report again)"}};
@@ -47,7 +47,7 @@ PropertyOutcome runP2(TargetSession& session, const RunOptions& opts) {
   auto body = [&]() {
     const InstallCase c = *gen::installCase(fixed);
     const json obs = session.installCase(c.mock, c.gates, 2);
-    const json verdict = judgeIdempotence(obs, session.target().gatesOpen(c.gates));
+    const json verdict = judgeIdempotence(obs, session.target().gatesOpen(c.gates), session.target().reportsOnce);
     RC_TAG(verdict.at("reason").get<std::string>());
     if (!verdict.at("pass").get<bool>()) {
       json o = {{"first", obs.at("components").at(0)},

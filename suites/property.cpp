@@ -259,7 +259,10 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     json dist = json::object();
     for (const auto& [tags, count] : s->distribution) {
       std::string k;
-      for (const auto& t : tags) k += (k.empty() ? "" : ",") + t;
+      for (auto t : tags) {
+        if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);  // RC_TAG shows strings quoted
+        k += (k.empty() ? "" : ",") + t;
+      }
       dist[k.empty() ? "untagged" : k] = count;
     }
     out.observations["distribution"] = dist;

@@ -10,6 +10,7 @@ namespace {
 // Everything a case could touch, as one Python fingerprint.
 const char* kFingerprint = R"(
 import sys, os, warnings, logging, torch
+logging.getLogger("flagprop.leak")
 le = sys.modules.get("flag_gems.utils.libentry")
 fp = (
     tuple(sorted(sys.modules)),
@@ -19,6 +20,10 @@ fp = (
     le.__dict__.get("_descriptor_cache_key") is not None if le else False,
     tuple(sys.path), os.environ.get("FLAGPROP_LEAK"), len(warnings.filters),
     tuple(logging.getLogger().handlers), logging.getLogger().level, sys.gettrace(),
+    len(sys.meta_path), __import__("threading")._trace_hook, logging.getLogger("flagprop.leak").level,
+    logging.root.manager.disable, hasattr(__import__("builtins"), "_flagprop_leak"),
+    "_flagprop_leak" in torch.Tensor.__dict__, torch.get_default_dtype(), torch.is_grad_enabled(),
+    os.getcwd(), sys.getrecursionlimit(),
 )
 )";
 
@@ -30,7 +35,17 @@ py::object fingerprint() {
 
 const char* kTouchEverything = R"(
 import sys, os, types, warnings, logging, torch
-sys.modules["flagprop_leak_module"] = types.ModuleType("flagprop_leak_module")
+sys.modules["flag_gems.leak_module"] = types.ModuleType("flag_gems.leak_module")
+sys.meta_path.append(object())
+import threading; threading.settrace(lambda *a: None)
+logging.getLogger("flagprop.leak").setLevel(logging.CRITICAL)
+logging.disable(logging.CRITICAL)
+import builtins; builtins._flagprop_leak = 1
+torch.Tensor._flagprop_leak = 1
+torch.set_default_dtype(torch.float64)
+torch.set_grad_enabled(False)
+os.chdir("/")
+sys.setrecursionlimit(12345)
 torch.broadcast_shapes = lambda *s: None
 torch._flagprop_leak = True
 le = sys.modules["flag_gems.utils.libentry"]
@@ -82,6 +97,23 @@ TEST(Sandbox, RestoreIsIdempotent) {
   sb.restore();
   sb.restore();
   EXPECT_TRUE(fingerprint().equal(before));
+}
+
+}  // namespace
+}  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+TEST(Sandbox, KeepsLibrariesACaseImportedButDropsCodeUnderTest) {
+  py::gil_scoped_acquire gil;
+  {
+    Sandbox sb;
+    py::exec("import sys, types\nimport json.tool\nsys.modules['torch_fl.x'] = types.ModuleType('torch_fl.x')\n");
+  }
+  py::dict mods = py::module_::import("sys").attr("modules");
+  EXPECT_TRUE(mods.contains("json.tool")) << "a library import is not case state";
+  EXPECT_FALSE(mods.contains("torch_fl.x")) << "code under test is";
 }
 
 }  // namespace

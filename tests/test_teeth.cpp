@@ -96,12 +96,23 @@ TEST(Teeth, ClassifierSeesNoSilentSkipWhenGatesAreClosed) {
                                       {"exceptions", json::array()}}})}};
   json comps = json::object();
   for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
-    comps[c] = {{"changed", false}, {"markers", json::array()}, {"wrapped_is_original", false}, {"has_wrapped", false}};
+    comps[c] = {{"changed", false},      {"markers", json::array()}, {"wrapped_is_original", false},
+                {"has_wrapped", false},  {"present_before", true},   {"present_after", true}};
   obs["components"] = json::array({comps});
   EXPECT_EQ(classifyInstall(obs, false).at("install"), "gated-off");
   EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
-  obs["calls"][0]["warnings"] = json::array({{{"message", "skipped: no helper"}}});
+  // A warning counts only if the installer issued it and users can see it.
+  obs["calls"][0]["warnings"] = json::array({{{"message", "x"}, {"from_installer", false}, {"visible", true}}});
+  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
+  obs["calls"][0]["warnings"] = json::array({{{"message", "x"}, {"from_installer", true}, {"visible", false}}});
+  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
+  obs["calls"][0]["warnings"] = json::array({{{"message", "skipped: no helper"}, {"from_installer", true}, {"visible", true}}});
   EXPECT_EQ(classifyInstall(obs, true).at("install"), "reported-skip");
+  // Changing anything with the gates closed is its own failure.
+  obs["components"][0]["key"]["changed"] = true;
+  obs["components"][0]["key"]["markers"] = json::array({"_torch_fl_fast"});
+  obs["components"][0]["key"]["wrapped_is_original"] = true;
+  EXPECT_EQ(classifyInstall(obs, false).at("install"), "outside-gates");
 }
 
 }  // namespace
@@ -147,7 +158,8 @@ TEST(Teeth, P1FailsAnInstallerThatLetsAnExceptionEscape) {
                {"raised", "ValueError: boom"}, {"returned_normally", false}, {"exceptions", json::array()}};
   json comps = json::object();
   for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
-    comps[c] = {{"changed", false}, {"markers", json::array()}, {"wrapped_is_original", false}, {"has_wrapped", false}};
+    comps[c] = {{"changed", false},      {"markers", json::array()}, {"wrapped_is_original", false},
+                {"has_wrapped", false},  {"present_before", true},   {"present_after", true}};
   const json v = classifyInstall({{"calls", json::array({call})}, {"components", json::array({comps})}}, true);
   EXPECT_FALSE(v.at("pass").get<bool>());
   EXPECT_EQ(v.at("install"), "raised");

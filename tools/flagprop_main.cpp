@@ -2,6 +2,7 @@
 #include "matrix/runner.h"
 #include "suites/property.h"
 
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -27,7 +28,7 @@ options:
                       (default ./flagprop-report)
   --property ID       run only P1, P2, P3 or P4; repeatable
   --cases N           generated cases per property (default: the manifest's, 100)
-  --seed S            RapidCheck seed (default: random; printed and reported)
+  --seed S            RapidCheck seed (default or 0: random; printed and reported)
   --reproduce STR     replay a RapidCheck reproduce string from a report
   --timeout SEC       per-target process time limit (default 1800)
   --no-isolate        run targets in this process instead of one process each
@@ -36,11 +37,13 @@ exit status: 0 every result as expected (pass, skip, or the manifest's
 'expect'); 1 some result unexpected; 2 bad usage.
 )";
 
+// A decimal number that fits in 64 bits (no sign, no overflow).
 bool number(const char* s, unsigned long long& out) {
-  if (!s || !*s) return false;
+  if (!s || !*s || *s == '-' || *s == '+') return false;
   char* end = nullptr;
+  errno = 0;
   out = std::strtoull(s, &end, 10);
-  return end && *end == '\0';
+  return errno == 0 && end && *end == '\0';
 }
 
 }  // namespace
@@ -85,14 +88,14 @@ int main(int argc, char** argv) {
       opts.run.cases = static_cast<int>(n);
     } else if (a == "--seed") {
       if (!number(value("a number"), n)) {
-        std::cerr << "flagprop: --seed needs a non-negative integer\n";
+        std::cerr << "flagprop: --seed needs an integer from 0 to 2^64 - 1 (0 picks a random seed)\n";
         return 2;
       }
       opts.run.seed = n;
     } else if (a == "--reproduce") opts.run.reproduce = value("a reproduce string");
     else if (a == "--timeout") {
-      if (!number(value("seconds"), n) || n == 0) {
-        std::cerr << "flagprop: --timeout needs a positive number of seconds\n";
+      if (!number(value("seconds"), n) || n == 0 || n > 604800) {
+        std::cerr << "flagprop: --timeout needs a number of seconds from 1 to 604800\n";
         return 2;
       }
       opts.timeoutSeconds = static_cast<int>(n);

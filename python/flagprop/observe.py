@@ -222,7 +222,7 @@ def call_installer(fn, module):
         except BaseException as e:  # noqa: B902 - recorded, never swallowed silently
             raised = "%s: %s" % (type(e).__name__, _short(e))
         finally:
-            trace_lost = sys.gettrace() is not tracer.global_trace
+            trace_lost = sys.gettrace() != tracer.global_trace  # bound methods: compare, not identity
             sys.settrace(old_trace)
             warnings.warn = real_warn
             root.removeHandler(cap)

@@ -94,7 +94,7 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaising) {
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 7u);
+  ASSERT_EQ(paths.size(), 9u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

@@ -167,3 +167,27 @@ TEST(Teeth, P1FailsAnInstallerThatLetsAnExceptionEscape) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+TEST(Teeth, P3CatchesAFastRunThatIgnoresTheKey) {
+  RunOptions o;
+  o.seed = 20261130;
+  TargetSession s(loadTarget(fixturesDir() + "/targets/any-kernel.json"));
+  const auto r = runP3(s, o);
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("result differs"), std::string::npos) << r.reason;
+}
+
+TEST(Teeth, P4CatchesAStaleBroadcastMemo) {
+  RunOptions o;
+  o.seed = 20261130;
+  TargetSession s(loadTarget(fixturesDir() + "/targets/stale-memo.json"));
+  const auto r = runP4(s, o);
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("broadcast_shapes"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace flagprop

@@ -153,7 +153,7 @@ PropertyOutcome runP1(TargetSession& session, const RunOptions& opts) {
   const auto fixed = session.target().gates;
   auto body = [&]() {
     const InstallCase c = *gen::installCase(fixed);
-    const json obs = session.installCase(c.mock, c.gates, 1);
+    const json obs = guarded(last, toJson(c), "install", [&] { return session.installCase(c.mock, c.gates, 1); });
     const json verdict = classifyInstall(obs, session.target().gatesOpen(c.gates));
     RC_TAG(verdict.at("install").get<std::string>());
     if (!verdict.at("pass").get<bool>()) {

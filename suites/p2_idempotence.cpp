@@ -46,7 +46,7 @@ PropertyOutcome runP2(TargetSession& session, const RunOptions& opts) {
   const auto fixed = session.target().gates;
   auto body = [&]() {
     const InstallCase c = *gen::installCase(fixed);
-    const json obs = session.installCase(c.mock, c.gates, 2);
+    const json obs = guarded(last, toJson(c), "install2", [&] { return session.installCase(c.mock, c.gates, 2); });
     const json verdict = judgeIdempotence(obs, session.target().gatesOpen(c.gates), session.target().reportsOnce);
     RC_TAG(verdict.at("reason").get<std::string>());
     if (!verdict.at("pass").get<bool>()) {

@@ -62,7 +62,7 @@ PropertyOutcome runP3(TargetSession& session, const RunOptions& opts) {
   }
   auto body = [&]() {
     const LaunchCase c = *gen::launchCase();
-    const json obs = session.launchCase(c, gates);
+    const json obs = guarded(last, toJson(c), "launch", [&] { return session.launchCase(c, gates); });
     if (!obs.at("active").get<bool>()) RC_DISCARD("patch not active");
     const json verdict = judgeFallback(c, obs);
     if (!verdict.at("pass").get<bool>()) {

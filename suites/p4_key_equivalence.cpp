@@ -29,7 +29,7 @@ PropertyOutcome runP4(TargetSession& session, const RunOptions& opts) {
   }
   auto body = [&]() {
     const KeyCase c = *gen::keyCase();
-    const json obs = session.keyCase(c, gates);
+    const json obs = guarded(last, toJson(c), "key", [&] { return session.keyCase(c, gates); });
     if (!obs.at("active").get<bool>()) RC_DISCARD("patch not active");
     if (!obs.at("equal").get<bool>()) {
       std::string why = obs.at("raised").get<std::string>();

@@ -271,6 +271,7 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     out.casesRun = f->numSuccess + 1;
     out.status = "fail";
     out.reason = last.why.empty() ? f->description : last.why;
+    if (out.reason.rfind("harness error:", 0) == 0) out.status = "error";
     out.counterexample = last.caseJson;
     for (const auto& [type, value] : f->counterExample) out.counterexampleShown += value;
     std::unordered_map<std::string, rc::detail::Reproduce> rmap;

@@ -80,6 +80,19 @@ struct FailureRecord {
   std::string reproKind;  ///< "install" | "key" | "launch"
 };
 
+/// Runs `f` (a session call); a Python exception from the harness or the code
+/// under test becomes a recorded failure whose reason starts "harness error:"
+/// (runProperty then reports status `error`, not `fail`).
+template <typename F>
+json guarded(FailureRecord& last, const json& caseJson, const char* kind, F&& f) {
+  try {
+    return f();
+  } catch (const py::error_already_set& e) {
+    last = {caseJson, {{"harness_error", e.what()}}, "harness error: " + describe(e), kind};
+  }
+  RC_FAIL(last.why);
+}
+
 /// Runs `body` (a RapidCheck testable) with the options; fills status, reason,
 /// counterexample, reproduce string. `last` is what the body recorded on its
 /// latest failure (the shrunk counterexample, because shrinking ends on the

@@ -191,3 +191,31 @@ TEST(Teeth, P4CatchesAStaleBroadcastMemo) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+// Triton's TensorDescriptor validates its base tensor on construction; P4
+// builds descriptor arguments without running that validation, so a real
+// Triton (GPU hosts) and the stand-in (CPU) behave alike.
+TEST(KeyArgs, DescriptorsAreBuiltWithoutTheClassValidation) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+from flagprop import mocks, launch
+class Strict(mocks.MockTensorDescriptor):
+    def __init__(self, base, *a, **k):
+        base.data_ptr()  # what Triton's __post_init__ effectively needs
+saved = list(mocks._DESCRIPTOR_CLASS)
+mocks._DESCRIPTOR_CLASS[:] = [Strict]
+try:
+    d = launch._materialize({"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]}, Strict)
+finally:
+    mocks._DESCRIPTOR_CLASS[:] = saved
+ok = isinstance(d, Strict) and d.shape == [4, 8] and d.block_shape == [2, 2]
+)", scope);
+  EXPECT_TRUE(scope["ok"].cast<bool>());
+}
+
+}  // namespace
+}  // namespace flagprop

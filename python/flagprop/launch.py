@@ -20,7 +20,13 @@ def _materialize(arg, desc_cls):
     """
     if isinstance(arg, dict) and "descriptor" in arg:
         cls = desc_cls if arg["descriptor"] == "triton" else _DuckDescriptor
-        return cls(None, arg["shape"], arg["strides"], arg["block_shape"], arg.get("padding", "zero"))
+        # Built without __init__ / __post_init__: Triton's class validates its
+        # base tensor, and a key only reads shape, strides, block_shape, padding.
+        obj = cls.__new__(cls)
+        for name, value in (("base", None), ("shape", list(arg["shape"])), ("strides", list(arg["strides"])),
+                            ("block_shape", list(arg["block_shape"])), ("padding", arg.get("padding", "zero"))):
+            object.__setattr__(obj, name, value)
+        return obj
     return arg
 
 

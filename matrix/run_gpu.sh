@@ -38,4 +38,4 @@ echo "== flagprop run: CPU fixture matrix and the real installer x mocks (torch 
   --manifest matrix/targets/torch-fl-real-installer-mock-flaggems.json --seed 5 --report-dir "$OUTDIR/report-cpu" 2>&1 |
   tail -14
 echo "== ctest"
-(cd build-gpu && ctest -j8 2>&1 | tail -4)
+(cd build-gpu && ctest -j8 2>&1 | grep -E "tests passed|Failed|Skipped")

@@ -10,13 +10,19 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
 
 int sh(const std::string& cmd, std::string* out = nullptr) {
-  const std::string log = (fs::temp_directory_path() / "flagprop-test-cli.log").string();
+  // One log per call and process: ctest runs these tests in parallel.
+  static int n = 0;
+  const std::string log =
+      (fs::temp_directory_path() / ("flagprop-test-cli-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
+          .string();
   int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
   std::ifstream in(log);
   std::stringstream ss;

@@ -48,17 +48,7 @@ PropertyOutcome runP3(TargetSession& session, const RunOptions& opts) {
   {
     LaunchCase probe;
     probe.mock.params = {{"in_ptr", "spec"}, {"out_ptr", "spec"}};
-    const json o = session.launchCase(probe, gates);
-    if (!o.at("active").get<bool>()) {
-      PropertyOutcome out;
-      out.property = "P3";
-      out.title = "stock fallback";
-      out.status = "skip";
-      out.reason = "the fast path is not active on this target (see P1), so there is no fallback to check";
-      out.observations = {{"install", o.at("call")}};
-      if (o.at("call").contains("note")) out.reason = o.at("call").at("note").get<std::string>();
-      return out;
-    }
+    if (auto skipped = skipIfInactive("P3", "stock fallback", session.launchCase(probe, gates))) return *skipped;
   }
   auto body = [&]() {
     const LaunchCase c = *gen::launchCase();

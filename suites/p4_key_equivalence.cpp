@@ -15,17 +15,7 @@ PropertyOutcome runP4(TargetSession& session, const RunOptions& opts) {
   {
     KeyCase probe;
     probe.mock.params = {{"in_ptr", "spec"}, {"out_ptr", "spec"}};
-    const json o = session.keyCase(probe, gates);
-    if (!o.at("active").get<bool>()) {
-      PropertyOutcome out;
-      out.property = "P4";
-      out.title = "key equivalence";
-      out.status = "skip";
-      out.reason = "the fast key is not active on this target (see P1), so there is nothing to compare";
-      out.observations = {{"install", o.at("call")}};
-      if (o.at("call").contains("note")) out.reason = o.at("call").at("note").get<std::string>();
-      return out;
-    }
+    if (auto skipped = skipIfInactive("P4", "key equivalence", session.keyCase(probe, gates))) return *skipped;
   }
   auto body = [&]() {
     const KeyCase c = *gen::keyCase();

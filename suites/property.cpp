@@ -303,6 +303,18 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
   return out;
 }
 
+std::optional<PropertyOutcome> skipIfInactive(const char* id, const char* title, const json& probe) {
+  if (probe.at("active").get<bool>()) return std::nullopt;
+  PropertyOutcome out;
+  out.property = id;
+  out.title = title;
+  out.status = "skip";
+  out.reason = std::string("the fast path is not active on this target (see P1), so there is nothing to compare");
+  out.observations = {{"install", probe.at("call")}};
+  if (probe.at("call").contains("note")) out.reason = probe.at("call").at("note").get<std::string>();
+  return out;
+}
+
 bool parseReproduceString(const std::string& s, std::vector<std::string>& ids, std::string& error) {
   try {
     for (const auto& kv : rc::detail::stringToReproduceMap(s)) ids.push_back(kv.first);

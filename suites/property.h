@@ -9,6 +9,7 @@
 #include <rapidcheck.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,10 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
 /// Whether `s` parses as a RapidCheck reproduce string; on failure `error`
 /// says why. `ids` receives the property ids it holds.
 bool parseReproduceString(const std::string& s, std::vector<std::string>& ids, std::string& error);
+
+/// For P3 / P4: the outcome `skip` when the probe case found the fast path
+/// inactive (`probe` is session.launchCase / keyCase JSON), else nullopt.
+std::optional<PropertyOutcome> skipIfInactive(const char* id, const char* title, const json& probe);
 
 /// The properties this project implements, in order.
 struct PropertyDef {

@@ -75,16 +75,21 @@ def _active(components):
 _MOCK_ONLY = {"note": "P3 and P4 drive flagprop's mock LibEntry kernels; they run on targets whose flag_gems kind is 'mock'"}
 
 
-def key_case(target, spec, gates, spec_args, dns_args, const_args):
-    """Install, then compare the patched key with a stock key (P4)."""
-    if target["flag_gems"]["kind"] != "mock":
-        return {"active": False, "call": _MOCK_ONLY}
+def _install_once(target, spec, gates):
+    """Install once for P3 / P4; returns (call, active)."""
     prepare_flag_gems(target, spec)
     before = observe.snapshot()
     mod, fn = load_installer(target, gates)
     call = observe.call_installer(fn, mod)
-    comps = observe.components_after(before)
-    if not _active(comps):
+    return call, before, _active(observe.components_after(before))
+
+
+def key_case(target, spec, gates, spec_args, dns_args, const_args):
+    """Install, then compare the patched key, helper and memos with stock (P4)."""
+    if target["flag_gems"]["kind"] != "mock":
+        return {"active": False, "call": _MOCK_ONLY}
+    call, before, active = _install_once(target, spec, gates)
+    if not active:
         return {"active": False, "call": call}
     res = launch.compare_keys(spec, spec_args, dns_args, const_args, before)
     res["active"] = True
@@ -95,12 +100,8 @@ def launch_case(target, spec, gates, launches_a, launches_b):
     """Install, then run the launch sequence on patched and stock entries (P3)."""
     if target["flag_gems"]["kind"] != "mock":
         return {"active": False, "call": _MOCK_ONLY}
-    prepare_flag_gems(target, spec)
-    before = observe.snapshot()
-    mod, fn = load_installer(target, gates)
-    call = observe.call_installer(fn, mod)
-    comps = observe.components_after(before)
-    if not _active(comps):
+    call, _before, active = _install_once(target, spec, gates)
+    if not active:
         return {"active": False, "call": call}
     return {"active": True, "launches": launch.run_launches(spec, launches_a, launches_b)}
 

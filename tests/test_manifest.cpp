@@ -94,7 +94,7 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaising) {
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 9u);
+  ASSERT_EQ(paths.size(), 10u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

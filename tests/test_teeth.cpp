@@ -219,3 +219,19 @@ ok = isinstance(d, Strict) and d.shape == [4, 8] and d.block_shape == [2, 2]
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+TEST(Teeth, P4CatchesAValueKeyedTypePromotionMemo) {
+  RunOptions o;
+  o.seed = 20261130;
+  o.cases = 20;
+  TargetSession s(loadTarget(fixturesDir() + "/targets/value-keyed-memo.json"));
+  const auto r = runP4(s, o);
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("type_promotion"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace flagprop

@@ -85,7 +85,10 @@ def compare_memos(before, b_mods, values):
     pw = sys.modules.get("flag_gems.utils.pointwise_dynamic")
     stock_pw = b_mods["flag_gems.utils.pointwise_dynamic"]
     if pw is not None:
-        groups = [values[i:i + 2] for i in range(0, len(values), 2)] + [[1.5], [True], [7], []]
+        # Generated arguments, then scalars that are equal and hash alike in
+        # Python but promote differently (1, 1.0, True; 0, 0.0, False).
+        groups = [values[i:i + 2] for i in range(0, len(values), 2)] + [[1.5], [7], []]
+        groups += [[1], [1.0], [True], [0], [0.0], [False]]
         for kind in ("DEFAULT", "INT_TO_FLOAT"):
             for grp in groups:
                 got = _outcome(pw.type_promotion, *grp, type_promotion=kind)

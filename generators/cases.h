@@ -93,6 +93,9 @@ struct LaunchCase {
   std::vector<Launch> launches;
 };
 
+/// JSON forms of the case values: what reports record as the counterexample
+/// and what python/flagprop receives (mocks.py reads MockSpec's keys; launch.py
+/// `value_from_json` / `build_launches` read ArgValue and LaunchCase).
 json toJson(const ParamSpec& p);
 json toJson(const MockSpec& m);
 json toJson(const Gates& g);
@@ -105,6 +108,7 @@ json toJson(const LaunchCase& c);
 /// Decimal text of an Int ArgValue.
 std::string intText(const ArgValue& a);
 
+/// RapidCheck's rendering of a counterexample: the JSON form on one line.
 void showValue(const MockSpec& v, std::ostream& os);
 void showValue(const Gates& v, std::ostream& os);
 void showValue(const InstallCase& v, std::ostream& os);

@@ -118,6 +118,13 @@ struct PropertyDef {
 };
 const std::vector<PropertyDef>& properties();
 
+/// The four installer properties (DESIGN.md's catalog), each over
+/// `opts.cases` generated cases (default: the target's `cases`), shrinking a
+/// failure. They throw nothing for a failing target: problems become the
+/// outcome's status (`fail`, `skip` with a reason, or `error` for a harness
+/// exception). P1 install status; P2 idempotence; P3 stock fallback (skips
+/// when the fast path is not active or FlagGems is not the mock); P4 key,
+/// helper and memo equivalence (same skips).
 PropertyOutcome runP1(TargetSession&, const RunOptions&);
 PropertyOutcome runP2(TargetSession&, const RunOptions&);
 PropertyOutcome runP3(TargetSession&, const RunOptions&);

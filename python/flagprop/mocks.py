@@ -9,6 +9,12 @@ indexed by device, or ``_cpu_cache`` when ``current_device()`` answers
 ``"cpu"``) of ``(kernel, constexprs, tune_constexprs, heur_constexprs,
 launch_hooks)`` tuples, and launches ``kernel[grid](*args)``.
 
+Facts used (no code copied): the key classifies do-not-specialise ints as
+``"i32"`` for [-2^31, 2^31 - 1], ``"u64"`` for [2^63, 2^64 - 1] and ``"i64"``
+otherwise, and a specialised tensor as ``(dtype, data_ptr % divisibility == 0)``
+with divisibility 16 -- as FlagGems' ``flag_gems/utils/libentry.py``
+(``LibEntry.key``, FlagGems commit ed2508bcb) and Torch-FL's fast key state.
+
 The "kernel" computes on the CPU so that the stock and the fast launch path can
 be compared, and every call to ``run``, ``key``, the descriptor helper, a
 compile and a kernel launch is counted in ``WITNESS`` (a ``collections.Counter``

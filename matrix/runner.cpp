@@ -249,6 +249,10 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
   }
   json runInfo = {{"seed", opts.run.seed}, {"command", argvForLog}, {"report_dir", reportDir}, {"flagprop", selfExe}};
   if (!opts.run.reproduce.empty()) runInfo["reproduce"] = opts.run.reproduce;
+  json manifestList = json::array();
+  for (const auto& m : manifests) manifestList.push_back(fs::absolute(m).string());
+  runInfo["manifests"] = manifestList;
+  runInfo["python"] = FLAGPROP_PYTHON_EXE;
   const json report = mergeReport(targets, runInfo);
   writeText((fs::path(reportDir) / "report.json").string(), report.dump(2));
   writeText((fs::path(reportDir) / "report.md").string(), renderMarkdown(report));

@@ -65,8 +65,12 @@ std::string renderMarkdown(const json& report) {
   if (prov.contains("reproduce"))
     md << "- replayed from reproduce string `" << prov.value("reproduce", "") << "`\n";
   else
-    md << "- seed: `" << prov.value("seed", json(0)).dump() << "` (rerun the whole run: `" << exe << " run --seed "
-       << prov.value("seed", json(0)).dump() << "`)\n";
+  {
+    std::string manifests;
+    for (const auto& m : prov.value("manifests", json::array())) manifests += " --manifest " + m.get<std::string>();
+    md << "- seed: `" << prov.value("seed", json(0)).dump() << "` (rerun the whole run: `" << exe << " run" << manifests
+       << " --seed " << prov.value("seed", json(0)).dump() << " --report-dir flagprop-rerun`)\n";
+  }
   if (prov.contains("versions")) md << "- versions: `" << prov.at("versions").dump() << "`\n";
   const auto& s = report.at("summary");
   md << "- results: " << s.at("results").dump() << ", target errors: " << s.value("target_errors", 0)
@@ -110,7 +114,8 @@ std::string renderMarkdown(const json& report) {
       md << "- reproduce in flagprop: `" << exe << " run --manifest " << t.value("manifest", "") << " --property "
          << r.value("property", "") << " --reproduce '" << r.value("reproduce", "") << "' --report-dir flagprop-replay`\n";
       if (r.contains("reproducer") && !r.at("reproducer").is_null())
-        md << "- standalone reproducer: `python3 " << r.at("reproducer").get<std::string>() << "`\n";
+        md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
+           << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
       md << "\n";
     }
   }

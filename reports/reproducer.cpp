@@ -35,7 +35,8 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "Finding: " << json(outcome.reason).dump().substr(1, std::min<size_t>(json(outcome.reason).dump().size() - 2, 400))
       << "\n\nRun with plain python3 (needs torch; flagprop is not needed: its small\n"
       << "helper modules -- its own code -- are embedded below). Exits 1 when the\n"
-      << "failure reproduces, 0 when it does not, 2 when the installer file is missing.\n"
+      << "failure reproduces, 0 when it does not, 2 when the installer file is missing,\n"
+      << "3 when it cannot run here (e.g. no torch).\n"
       << "RapidCheck replay inside flagprop: --reproduce " << outcome.reproduce << "\n\"\"\"\n\n"
       << "import json\nimport sys\nimport types\n\n"
       << "TARGET_NAME = " << pyString(t.name) << "\n"

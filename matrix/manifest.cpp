@@ -68,6 +68,7 @@ nlohmann::json Target::toJson() const {
                         {"function", installerFunction},
                         {"path", installerPath},
                         {"python_path", pythonPath},
+                        {"globals", installerGlobals},
                         {"sha256_expected", installerSha256}}},
                       {"flag_gems", {{"kind", flagGemsKind}, {"path", flagGemsPath}, {"libentry_sha256_expected", libentrySha256}}},
                       {"supply_helper", supplyHelper},
@@ -90,10 +91,10 @@ std::string readFile(const std::string& path) {
 }
 
 std::string sha256File(const std::string& path) {
-  readFile(path);  // clear error for a missing file
+  const std::string bytes = readFile(path);  // clear error for a missing file
   ensureInterpreter();
   py::gil_scoped_acquire gil;
-  py::object h = py::module_::import("hashlib").attr("sha256")(py::bytes(readFile(path)));
+  py::object h = py::module_::import("hashlib").attr("sha256")(py::bytes(bytes));
   return h.attr("hexdigest")().cast<std::string>();
 }
 
@@ -127,6 +128,7 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
       throw ManifestError(origin + ": installer.path '" + p + "' does not exist (resolved to " + t.installerPath + ")");
   }
   t.installerSha256 = optString(inst, "sha256", origin, "installer.sha256", "");
+  if (inst.contains("globals")) t.installerGlobals = field(inst, "globals", origin, vt::object, "installer.globals");
   if (inst.contains("python_path")) {
     const auto& pp = field(inst, "python_path", origin, vt::array, "installer.python_path");
     for (const auto& x : pp) {

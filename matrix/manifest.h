@@ -31,6 +31,7 @@ struct Target {
   std::string installerPath;           ///< source mode: the file to load
   std::string installerSha256;         ///< expected; empty = not pinned
   std::vector<std::string> pythonPath; ///< installed mode: folders put first on sys.path for the import
+  nlohmann::json installerGlobals = nlohmann::json::object();  ///< source mode: module globals set before the body runs
   std::string flagGemsKind = "mock";   ///< mock | source | installed
   std::string flagGemsPath;            ///< source: the checkout's src/ folder
   std::string libentrySha256;          ///< expected SHA256 of flag_gems/utils/libentry.py; empty = not pinned

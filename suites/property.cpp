@@ -68,9 +68,31 @@ std::string fileSha(const std::string& path) {
 
 }  // namespace
 
+namespace {
+// The target as python/flagprop/session.py reads it.
+py::dict makeTargetDict(const Target& t) {
+  py::dict inst;
+  inst["mode"] = t.installerMode;
+  inst["module"] = t.installerModule;
+  inst["function"] = t.installerFunction;
+  inst["path"] = t.installerPath;
+  inst["python_path"] = t.pythonPath;
+  inst["globals"] = fromJson(t.installerGlobals);
+  py::dict fg;
+  fg["kind"] = t.flagGemsKind;
+  fg["path"] = t.flagGemsPath;
+  py::dict d;
+  d["installer"] = inst;
+  d["flag_gems"] = fg;
+  d["supply_helper"] = t.supplyHelper;
+  return d;
+}
+}  // namespace
+
 TargetSession::TargetSession(Target t) : target_(std::move(t)) {
   ensureInterpreter();
   py::gil_scoped_acquire gil;
+  targetDict_ = makeTargetDict(target_);
   const std::string& origin = target_.manifestPath;
   provenance_ = json::object();
   if (target_.installerMode == "source") {
@@ -147,23 +169,6 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
   provenance_["libtorch_compiled"] = libtorchVersion();
   provenance_["device"] = target_.device;
   provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
-}
-
-py::dict TargetSession::targetDict() const {
-  py::dict inst;
-  inst["mode"] = target_.installerMode;
-  inst["module"] = target_.installerModule;
-  inst["function"] = target_.installerFunction;
-  inst["path"] = target_.installerPath;
-  inst["python_path"] = target_.pythonPath;
-  py::dict fg;
-  fg["kind"] = target_.flagGemsKind;
-  fg["path"] = target_.flagGemsPath;
-  py::dict d;
-  d["installer"] = inst;
-  d["flag_gems"] = fg;
-  d["supply_helper"] = target_.supplyHelper;
-  return d;
 }
 
 Gates TargetSession::defaultGates() const {

@@ -36,8 +36,8 @@ class TargetSession {
   explicit TargetSession(Target t);
 
   const Target& target() const { return target_; }
-  /// The dict handed to python/flagprop/session.py.
-  py::dict targetDict() const;
+  /// The dict handed to python/flagprop/session.py (built once).
+  py::dict targetDict() const { return py::reinterpret_borrow<py::dict>(targetDict_); }
   /// Provenance: versions, hashes actually seen, device.
   const json& provenance() const { return provenance_; }
   /// Gates for a case whose generator did not vary them (P3, P4): the
@@ -53,6 +53,7 @@ class TargetSession {
 
  private:
   Target target_;
+  py::object targetDict_;  // a null handle until the interpreter is up (a py::dict member would allocate earlier)
   json provenance_;
 };
 

@@ -28,7 +28,7 @@ std::string errorOf(const std::function<void()>& f) {
   return "";
 }
 
-const std::string kInstaller = fixturesDir() + "/installers/well_behaved.py";
+const std::string kInstaller = fixturesDir() + "/installers/example_installer.py";
 
 std::string target(const std::string& extra) {
   return R"({"schema": "flagprop.target/1", "name": "t", "installer": {"path": ")" + kInstaller + "\"" + extra + "}}";

@@ -172,19 +172,13 @@ namespace flagprop {
 namespace {
 
 TEST(Teeth, P3CatchesAFastRunThatIgnoresTheKey) {
-  RunOptions o;
-  o.seed = 20261130;
-  TargetSession s(loadTarget(fixturesDir() + "/targets/any-kernel.json"));
-  const auto r = runP3(s, o);
+  const auto r = run("any-kernel", "P3");
   ASSERT_EQ(r.status, "fail");
   EXPECT_NE(r.reason.find("result differs"), std::string::npos) << r.reason;
 }
 
 TEST(Teeth, P4CatchesAStaleBroadcastMemo) {
-  RunOptions o;
-  o.seed = 20261130;
-  TargetSession s(loadTarget(fixturesDir() + "/targets/stale-memo.json"));
-  const auto r = runP4(s, o);
+  const auto r = run("stale-memo", "P4");
   ASSERT_EQ(r.status, "fail");
   EXPECT_NE(r.reason.find("broadcast_shapes"), std::string::npos) << r.reason;
 }
@@ -224,11 +218,7 @@ namespace flagprop {
 namespace {
 
 TEST(Teeth, P4CatchesAValueKeyedTypePromotionMemo) {
-  RunOptions o;
-  o.seed = 20261130;
-  o.cases = 20;
-  TargetSession s(loadTarget(fixturesDir() + "/targets/value-keyed-memo.json"));
-  const auto r = runP4(s, o);
+  const auto r = run("value-keyed-memo", "P4", 20);
   ASSERT_EQ(r.status, "fail");
   EXPECT_NE(r.reason.find("type_promotion"), std::string::npos) << r.reason;
 }

@@ -4,7 +4,7 @@
 # the build is incremental. Needs root (or sudo) for apt on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential cmake ninja-build librapidcheck-dev libgtest-dev libtorch-dev python3-torch python3-dev pybind11-dev nlohmann-json3-dev"
+PKGS=$(cat tools/debian-packages.txt)
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -6,9 +6,10 @@ installers) is executed as module ``torch_fl.flagos`` inside a synthetic
 ``torch_fl`` package. The package's compiled parts (``_C``) and the
 ``torch_fl.flagos`` siblings it imports (``meta``, ``random``) are stubs, and
 the two gates ``_build_accelerator()`` / ``_conf_routes_to_flaggems()`` return
-the values the case asks for. The module also sees
-``__flagprop_compile_file__(path)``, which returns a cached code object. Nothing from the real ``torch_fl`` package is
-imported: the synthetic packages have an empty ``__path__``.
+the values the case asks for. A manifest may predefine module globals
+(``installer.globals``), which are set before the module body runs. Nothing
+from the real ``torch_fl`` package is imported: the synthetic packages have an
+empty ``__path__``.
 
 Installed mode imports the module a user would and reads the real gates.
 """
@@ -80,11 +81,12 @@ def _package(name, path=None):
     return mod
 
 
-def load_source(path, module_name, gates):
+def load_source(path, module_name, gates, module_globals=None):
     """Execute ``path`` as ``module_name`` (default ``torch_fl.flagos``).
 
     ``gates`` is a dict with ``accelerator`` (str) and ``routes_to_flaggems``
-    (bool). Registers the synthetic parent packages and stubs in
+    (bool); ``module_globals`` (dict or None) is put into the module's
+    namespace before its body runs. Registers the synthetic parent packages and stubs in
     ``sys.modules`` (the caller's sandbox removes them). Returns the module.
     Raises LoadError for a missing file, a syntax error, or an exception raised
     while the module body runs.
@@ -120,9 +122,8 @@ def load_source(path, module_name, gates):
         setattr(mod, sib, stub)
     setattr(parent, parts[-1], mod)
     sys.modules[module_name] = mod
-    # Code that executes further files into its own namespace (flagprop's
-    # fixtures do) may use the same compile cache.
-    mod.__dict__["__flagprop_compile_file__"] = _compiled
+    if module_globals:
+        mod.__dict__.update(module_globals)
     try:
         exec(code, mod.__dict__)
     except Exception as e:

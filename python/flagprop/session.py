@@ -44,7 +44,7 @@ def load_installer(target, gates):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     if inst["mode"] == "source":
-        mod = loader.load_source(inst["path"], inst["module"], gates)
+        mod = loader.load_source(inst["path"], inst["module"], gates, inst.get("globals"))
     else:
         mod = loader.load_installed(inst["module"])
     return mod, loader.installer(mod, inst["function"])

@@ -5,6 +5,6 @@ import os as _os
 
 FAULTS = frozenset({"silent_skip"})
 _SHARED = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "..", "..", "..", "..", "..",
-                        "fixtures", "installers", "_shared.py")
+                        "fixtures", "installers", "example_installer.py")
 with open(_SHARED, "rb") as _f:
     exec(compile(_f.read(), _os.path.abspath(_SHARED), "exec"))

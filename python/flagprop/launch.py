@@ -147,7 +147,7 @@ def run_launches(spec, launches_a, launches_b):
     """Run the same launch sequence through patched A and stock B.
 
     ``launches_a`` / ``launches_b`` are equal lists (separate tensors) of
-    ``{"kind", "args", "kwargs", "grid", "callable_grid"}``. Returns one dict
+    ``{"kind", "args", "kwargs", "grid", "callable_grid", "out"}``. Returns one dict
     per launch: ``kind``, ``stock_calls`` (calls of the stock ``run`` on A),
     ``cache_grew`` (A's cache gained an entry), ``equal`` (A's and B's output
     tensors bitwise equal), ``a_out`` / ``b_out`` (first output value),
@@ -167,6 +167,10 @@ def run_launches(spec, launches_a, launches_b):
         n_before = len(cache_a)
         res = {"kind": la["kind"], "raised_a": "", "raised_b": ""}
         rets = {}
+        for launch in (la, lb):  # same poison on both sides: an unwritten output shows
+            o = launch.get("out")
+            if o is not None and o.numel():
+                o.fill_(True if o.dtype == torch.bool else 77)
         for entry, launch, tag in ((a_entry, la, "a"), (b_entry, lb, "b")):
             grid = tuple(launch["grid"])
             g = (lambda meta, grid=grid: grid) if launch.get("callable_grid") else grid
@@ -189,9 +193,7 @@ def run_launches(spec, launches_a, launches_b):
         res["grid_equal"] = la_grid == lb_grid
         res["stock_calls"] = le.WITNESS["run"] - before_runs
         res["cache_grew"] = len(cache_a) > n_before
-        ta = [x for x in la["args"] if isinstance(x, torch.Tensor)]
-        tb = [x for x in lb["args"] if isinstance(x, torch.Tensor)]
-        oa, ob = (ta[-1] if ta else None), (tb[-1] if tb else None)
+        oa, ob = la.get("out"), lb.get("out")
         res["equal"] = bool(
             (oa is None and ob is None)
             or (oa is not None and ob is not None and torch.equal(oa, ob))
@@ -240,16 +242,23 @@ def value_from_json(v):
 
 
 def build_launches(case):
-    """Launch dicts for ``run_launches`` from a generated P3 case (JSON form)."""
+    """Launch dicts for ``run_launches`` from a generated P3 case (JSON form).
+
+    Each argument set is materialised once; the launches that use it share its
+    tensors (``run_launches`` poisons the output before every launch, so a
+    launch that writes nothing still shows). ``out`` is the set's last tensor,
+    whether it is passed by position or by keyword.
+    """
     params = case["mock"]["params"]
+    sets = [[value_from_json(v) for v in vals] for vals in case["arg_sets"]]
     out = []
     for l in case["launches"]:
-        vals = case["arg_sets"][l["arg_set"] % len(case["arg_sets"])]
+        vals = sets[l["arg_set"] % len(sets)]
         npos = min(l.get("positional", len(vals)), len(vals)) if l["kind"] == "partial" else len(vals)
-        args = [value_from_json(v) for v in vals[:npos]]
-        kwargs = {params[i]["name"]: value_from_json(vals[i]) for i in range(npos, len(vals))}
+        kwargs = {params[i]["name"]: vals[i] for i in range(npos, len(vals))}
         if l["kind"] == "extra_kwargs":
             kwargs["num_stages"] = 2
-        out.append({"kind": l["kind"], "args": args, "kwargs": kwargs, "grid": l["grid"],
-                    "callable_grid": l["kind"] == "callable_grid"})
+        tensors = [v for v in vals if isinstance(v, torch.Tensor)]
+        out.append({"kind": l["kind"], "args": list(vals[:npos]), "kwargs": kwargs, "grid": l["grid"],
+                    "callable_grid": l["kind"] == "callable_grid", "out": tensors[-1] if tensors else None})
     return out

@@ -1,37 +1,11 @@
 #include "generators/gen.h"
 
+#include "generators/choice.h"
+
 #include <algorithm>
 
 namespace flagprop::gen {
 
-namespace {
-// RapidCheck scales inRange (and so element) by the size parameter, which
-// starves the later choices of a list on small sizes; choices are drawn at
-// the nominal size instead, so the weights hold for every case.
-template <typename T>
-rc::Gen<T> uniform(rc::Gen<T> g) {
-  return rc::gen::resize(rc::kNominalSize, std::move(g));
-}
-
-template <typename T, typename... Ts>
-rc::Gen<T> element(T first, Ts... rest) {
-  return uniform(rc::gen::element<T>(std::move(first), std::move(rest)...));
-}
-
-// Weighted choice that shrinks toward the first choice.
-template <typename T>
-rc::Gen<T> weighted(std::vector<std::pair<int, T>> choices) {
-  int total = 0;
-  for (const auto& c : choices) total += c.first;
-  return rc::gen::map(uniform(rc::gen::inRange(0, total)), [choices](int r) {
-    for (const auto& c : choices) {
-      if (r < c.first) return c.second;
-      r -= c.first;
-    }
-    return choices.back().second;
-  });
-}
-}  // namespace
 
 rc::Gen<std::vector<ParamSpec>> params() {
   auto kind = weighted<std::string>({{3, "spec"}, {2, "dns"}, {2, "constexpr"}});

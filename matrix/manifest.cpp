@@ -1,6 +1,7 @@
 #include "matrix/manifest.h"
 
 #include "core/python.h"
+#include "ops/catalog.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -75,6 +76,13 @@ nlohmann::json Target::toJson() const {
                       {"gate_builds", gateBuilds},
                       {"properties", properties},
                       {"cases", cases}};
+  j["ops"] = {{"kind", ops.kind}, {"path", ops.path}, {"sha256_expected", ops.sha256}, {"globals", ops.globals},
+              {"enable", ops.enable}};
+  j["catalog"] = catalogOps;
+  j["dtypes"] = dtypes;
+  j["op_cases"] = opCases;
+  j["max_elements"] = maxElements;
+  j["specials"] = specials;
   j["gates"] = gates ? flagprop::toJson(*gates) : nlohmann::json("generated");
   return j;
 }
@@ -114,9 +122,11 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
   t.description = optString(j, "description", origin, "description", "");
   t.device = optString(j, "device", origin, "device", "cpu");
 
-  const auto& inst = field(j, "installer", origin, vt::object, "installer");
+  static const nlohmann::json kNoInstaller = {{"mode", "none"}};
+  const bool noInstaller = !j.contains("installer") || j.at("installer").is_null();
+  const auto& inst = noInstaller ? kNoInstaller : field(j, "installer", origin, vt::object, "installer");
   t.installerMode = optString(inst, "mode", origin, "installer.mode", "source");
-  if (t.installerMode != "source" && t.installerMode != "installed")
+  if (t.installerMode != "source" && t.installerMode != "installed" && !(noInstaller && t.installerMode == "none"))
     throw ManifestError(origin + ": installer.mode must be 'source' or 'installed', not '" + t.installerMode + "'");
   t.installerModule = optString(inst, "module", origin, "installer.module", t.installerModule);
   t.installerFunction = optString(inst, "function", origin, "installer.function", t.installerFunction);
@@ -184,10 +194,70 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
     t.properties.clear();
     for (const auto& x : ps) {
       const std::string id = x.is_string() ? x.get<std::string>() : "";
-      if (id != "P1" && id != "P2" && id != "P3" && id != "P4")
-        throw ManifestError(origin + ": properties may name P1, P2, P3, P4; got " + x.dump());
+      if (id != "P1" && id != "P2" && id != "P3" && id != "P4" && id != "P5" && id != "P6")
+        throw ManifestError(origin + ": properties may name P1, P2, P3, P4, P5, P6; got " + x.dump());
+      if (noInstaller && id != "P5" && id != "P6")
+        throw ManifestError(origin + ": " + id + " needs an installer; this target has none (field 'installer')");
       t.properties.push_back(id);
     }
+  } else if (noInstaller) {
+    t.properties = {"P5", "P6"};
+  }
+  if (j.contains("ops")) {
+    const auto& o = field(j, "ops", origin, vt::object, "ops");
+    t.ops.kind = optString(o, "kind", origin, "ops.kind", "aten");
+    if (t.ops.kind != "aten" && t.ops.kind != "module")
+      throw ManifestError(origin + ": ops.kind must be 'aten' or 'module', not '" + t.ops.kind + "'");
+    if (t.ops.kind == "module") {
+      const std::string p = field(o, "path", origin, vt::string, "ops.path").get<std::string>();
+      t.ops.path = resolve(baseDir, p);
+      std::error_code ec;
+      if (!fs::is_regular_file(t.ops.path, ec))
+        throw ManifestError(origin + ": ops.path '" + p + "' does not exist (resolved to " + t.ops.path + ")");
+    }
+    t.ops.sha256 = optString(o, "sha256", origin, "ops.sha256", "");
+    if (!t.ops.sha256.empty() && !isHex64(t.ops.sha256))
+      throw ManifestError(origin + ": ops.sha256 must be 64 lower-case hex digits");
+    if (o.contains("globals")) t.ops.globals = field(o, "globals", origin, vt::object, "ops.globals");
+    t.ops.enable = optString(o, "enable", origin, "ops.enable", "");
+    if (!t.ops.enable.empty() && t.ops.enable != "flag_gems")
+      throw ManifestError(origin + ": ops.enable may only be 'flag_gems'; got '" + t.ops.enable + "'");
+  }
+  auto stringList = [&](const char* key) {
+    std::vector<std::string> out;
+    for (const auto& x : field(j, key, origin, vt::array, key)) {
+      if (!x.is_string()) throw ManifestError(origin + ": " + key + " must list strings");
+      out.push_back(x.get<std::string>());
+    }
+    return out;
+  };
+  if (j.contains("catalog")) {
+    t.catalogOps = stringList("catalog");
+    for (const auto& n : t.catalogOps)
+      if (!findOp(n)) {
+        std::string known;
+        for (const auto& e : catalog()) known += (known.empty() ? "" : ", ") + e.name;
+        throw ManifestError(origin + ": catalog names unknown op '" + n + "' (known: " + known + ")");
+      }
+  }
+  if (j.contains("dtypes")) {
+    t.dtypes = stringList("dtypes");
+    for (const auto& d : t.dtypes)
+      if (d != "float32" && d != "float16" && d != "bfloat16" && d != "int32")
+        throw ManifestError(origin + ": dtypes may name float32, float16, bfloat16, int32; got '" + d + "'");
+  }
+  auto intField = [&](const char* key, long long lo, long long hi) {
+    const auto& c = j.at(key);
+    if (!c.is_number_integer() || c.get<long long>() < lo || c.get<long long>() > hi)
+      throw ManifestError(origin + ": " + key + " must be an integer from " + std::to_string(lo) + " to " +
+                          std::to_string(hi));
+    return c.get<long long>();
+  };
+  if (j.contains("op_cases")) t.opCases = static_cast<int>(intField("op_cases", 1, 100000));
+  if (j.contains("max_elements")) t.maxElements = intField("max_elements", 1, 1LL << 40);
+  if (j.contains("specials")) {
+    if (!j.at("specials").is_boolean()) throw ManifestError(origin + ": specials must be true or false");
+    t.specials = j.at("specials").get<bool>();
   }
   if (j.contains("cases")) {
     const auto& c = j.at("cases");
@@ -199,8 +269,9 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
     t.expect = field(j, "expect", origin, vt::object, "expect");
     for (auto it = t.expect.begin(); it != t.expect.end(); ++it) {
       const std::string k = it.key();
-      if (k != "P1" && k != "P2" && k != "P3" && k != "P4")
-        throw ManifestError(origin + ": expect may name P1, P2, P3, P4; got '" + k + "'");
+      const std::string head = k.substr(0, k.find('/'));
+      if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6")
+        throw ManifestError(origin + ": expect may name P1..P6 (P5 and P6 also as P5/op or P5/op/dtype); got '" + k + "'");
       const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
       if (v != "pass" && v != "fail" && v != "skip" && v != "error")
         throw ManifestError(origin + ": expect." + k + " must be pass, fail, skip or error; got " + it.value().dump());

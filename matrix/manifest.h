@@ -18,6 +18,16 @@ class ManifestError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Where a target's op under test comes from (P5, P6); see
+/// python/flagprop/ops.py.
+struct OpsSpec {
+  std::string kind = "aten";  ///< aten (torch.ops.aten on the device) | module (a Python file's OPS dict)
+  std::string path;           ///< module: the file
+  std::string sha256;         ///< module: expected SHA256; empty = not pinned
+  nlohmann::json globals = nlohmann::json::object();  ///< module: globals set before its body runs
+  std::string enable;         ///< aten: "flag_gems" registers FlagGems' kernels for the catalog ops; "" = the device's own routing
+};
+
 /// One target: which installer, which FlagGems, which gates, which device.
 /// Relative paths are resolved against the manifest's own directory.
 struct Target {
@@ -25,7 +35,7 @@ struct Target {
   std::string name;
   std::string description;
   std::string device = "cpu";          ///< torch device string: cpu, cuda:N, flagos:N
-  std::string installerMode = "source";  ///< source | installed
+  std::string installerMode = "source";  ///< source | installed | none (no installer: P5 / P6 only)
   std::string installerModule = "torch_fl.flagos";
   std::string installerFunction = "_patch_flaggems_pointwise_dispatch";
   std::string installerPath;           ///< source mode: the file to load
@@ -43,6 +53,12 @@ struct Target {
   nlohmann::json expect = nlohmann::json::object();  ///< property -> expected status (fixtures)
   std::vector<std::string> labels;     ///< e.g. cpu, cuda, dcu, fixture
   bool reportsOnce = false;            ///< the installer documents reporting a skip once per process (P2)
+  OpsSpec ops;                         ///< the op under test (P5, P6)
+  std::vector<std::string> catalogOps; ///< catalog ops to run (P5, P6); empty = all
+  std::vector<std::string> dtypes;     ///< dtypes to run; empty = each op's own list
+  int opCases = 50;                    ///< RapidCheck maxSuccess per op and dtype (P5, P6)
+  int64_t maxElements = 1 << 17;       ///< memory cap: elements per generated tensor and storage
+  bool specials = true;                ///< generate nan, +-inf, -0.0 and subnormal inputs
 
   /// Whether `g` opens the installer's gates (build in gateBuilds and routes).
   bool gatesOpen(const Gates& g) const;

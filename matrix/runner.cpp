@@ -1,5 +1,6 @@
 #include "matrix/runner.h"
 
+#include "ops/op_run.h"
 #include "reports/report.h"
 
 #include <gtest/gtest.h>
@@ -32,31 +33,46 @@ std::string ident(std::string s) {
   return s;
 }
 
+// One property run (P1..P4, or P5 / P6 for one op and dtype) as a GoogleTest test.
 class PropertyTest : public testing::Test {
  public:
-  PropertyTest(const PropertyDef* def, TargetSession* session, const RunOptions* opts, json* doc,
+  PropertyTest(std::string label, std::function<PropertyOutcome()> run, TargetSession* session, json* doc,
                std::string outPath)
-      : def_(def), session_(session), opts_(opts), doc_(doc), outPath_(std::move(outPath)) {}
+      : label_(std::move(label)), run_(std::move(run)), session_(session), doc_(doc), outPath_(std::move(outPath)) {}
   void TestBody() override {
-    std::cout << "[" << session_->target().name << "] " << def_->id << " " << def_->title << " ..." << std::flush;
-    PropertyOutcome o = def_->run(*session_, *opts_);
+    std::cout << "[" << session_->target().name << "] " << label_ << " ..." << std::flush;
+    PropertyOutcome o = run_();
     const json r = o.toJson();
     (*doc_)["results"].push_back(r);
     writeText(outPath_, doc_->dump(2));
     std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
     if (o.status != "pass") std::cout << ": " << o.reason;
     std::cout << std::endl;
-    EXPECT_TRUE(resultExpected(*doc_, r)) << def_->id << " on " << session_->target().name << " was " << o.status
+    EXPECT_TRUE(resultExpected(*doc_, r)) << label_ << " on " << session_->target().name << " was " << o.status
                                           << ", expected otherwise: " << o.reason;
   }
 
  private:
-  const PropertyDef* def_;
+  std::string label_;
+  std::function<PropertyOutcome()> run_;
   TargetSession* session_;
-  const RunOptions* opts_;
   json* doc_;
   std::string outPath_;
 };
+
+// Whether a --property filter entry selects this run: "P5", "P5/op" or
+// "P5/op/dtype" (the last two are what a P5 / P6 reproduce string holds).
+bool selected(const std::vector<std::string>& filter, const std::string& id, const std::string& op = "",
+              const std::string& dtype = "") {
+  if (filter.empty()) return true;
+  for (const auto& f : filter)
+    if (f == id || (!op.empty() && (f == id + "/" + op || f == id + "/" + op + "/" + dtype))) return true;
+  return false;
+}
+
+bool listed(const std::vector<std::string>& filter, const std::string& v) {
+  return filter.empty() || std::find(filter.begin(), filter.end(), v) != filter.end();
+}
 
 }  // namespace
 
@@ -91,20 +107,47 @@ int runTarget(const std::string& manifest, const std::string& outPath, const std
   testing::InitGoogleTest(&argc, argv.data());
   RunOptions ropts = opts.run;
   const std::string name = session->target().name;
-  for (const auto& def : properties()) {
-    const auto& wanted = session->target().properties;
-    if (std::find(wanted.begin(), wanted.end(), def.id) == wanted.end()) continue;
-    if (!opts.properties.empty() &&
-        std::find(opts.properties.begin(), opts.properties.end(), def.id) == opts.properties.end())
-      continue;
-    const PropertyDef* d = &def;
-    TargetSession* s = session.get();
-    json* dp = &doc;
-    const RunOptions* op = &ropts;
-    testing::RegisterTest(ident(name).c_str(), (std::string(def.id) + "_" + ident(def.title)).c_str(), nullptr, nullptr,
-                          __FILE__, __LINE__, [d, s, op, dp, outPath]() -> testing::Test* {
-                            return new PropertyTest(d, s, op, dp, outPath);
+  const auto& wanted = session->target().properties;
+  TargetSession* s = session.get();
+  json* dp = &doc;
+  auto add = [&](const std::string& testName, const std::string& label, std::function<PropertyOutcome()> fn) {
+    testing::RegisterTest(ident(name).c_str(), ident(testName).c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [label, fn, s, dp, outPath]() -> testing::Test* {
+                            return new PropertyTest(label, fn, s, dp, outPath);
                           });
+  };
+  for (const auto& def : properties()) {
+    if (std::find(wanted.begin(), wanted.end(), def.id) == wanted.end() || !selected(opts.properties, def.id)) continue;
+    const PropertyDef* d = &def;
+    add(std::string(def.id) + "_" + def.title, std::string(def.id) + " " + def.title,
+        [d, s, &ropts]() { return d->run(*s, ropts); });
+  }
+  const bool opProps = std::count(wanted.begin(), wanted.end(), "P5") + std::count(wanted.begin(), wanted.end(), "P6");
+  if (opProps) {
+    try {
+      doc["op_setup"] = setupOps(*session);
+    } catch (const std::exception& e) {
+      doc["status"] = "error";
+      doc["error"] = e.what();
+      doc["complete"] = true;
+      writeText(outPath, doc.dump(2));
+      std::cout << "[" << name << "] error: " << e.what() << std::endl;
+      return 1;
+    }
+    for (const char* id : {"P5", "P6"}) {
+      if (std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
+      for (const auto& [entry, dtype] : opRuns(session->target())) {
+        if (!selected(opts.properties, id, entry->name, dtype) || !listed(opts.ops, entry->name) ||
+            !listed(opts.dtypes, dtype))
+          continue;
+        const OpEntry* e = entry;
+        const std::string dt = dtype;
+        const bool p5 = std::string(id) == "P5";
+        add(std::string(id) + "_" + entry->name + "_" + dtype,
+            std::string(id) + (p5 ? " numerics " : " aliasing ") + entry->name + " " + dtype,
+            [p5, e, dt, s, &ropts]() { return p5 ? runP5(*s, ropts, *e, dt) : runP6(*s, ropts, *e, dt); });
+      }
+    }
   }
   const int rc = RUN_ALL_TESTS();
   doc["complete"] = true;  // the parent tells a finished target from one that died
@@ -223,6 +266,8 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
       if (opts.run.cases) args.insert(args.end(), {"--cases", std::to_string(opts.run.cases)});
       if (!opts.run.reproduce.empty()) args.insert(args.end(), {"--reproduce", opts.run.reproduce});
       for (const auto& p : opts.properties) args.insert(args.end(), {"--property", p});
+      for (const auto& p : opts.ops) args.insert(args.end(), {"--op", p});
+      for (const auto& p : opts.dtypes) args.insert(args.end(), {"--dtype", p});
       const ChildResult r = spawnAndWait(args, opts.timeoutSeconds);
       json doc = readDoc(out);
       if (doc.is_null()) doc = {{"name", name}, {"manifest", path}, {"status", "error"}, {"results", json::array()}};

@@ -14,7 +14,9 @@ namespace flagprop {
 struct CliOptions {
   std::vector<std::string> manifests;   ///< target or matrix manifests; empty = built-in default
   std::string reportDir = "flagprop-report";
-  std::vector<std::string> properties;  ///< filter; empty = the manifest's list
+  std::vector<std::string> properties;  ///< filter (P1..P6, P5/op, P5/op/dtype); empty = the manifest's list
+  std::vector<std::string> ops;         ///< P5 / P6 filter: catalog op names; empty = the manifest's
+  std::vector<std::string> dtypes;      ///< P5 / P6 filter: dtypes; empty = the manifest's
   RunOptions run;
   int timeoutSeconds = 1800;            ///< per target process
   bool isolate = true;                  ///< one process per target

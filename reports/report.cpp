@@ -1,5 +1,7 @@
 #include "reports/report.h"
 
+#include <map>
+
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -12,7 +14,15 @@ bool resultExpected(const json& target, const json& result) {
   const std::string prop = result.value("property", "");
   const std::string status = result.value("status", "");
   const json expect = target.value("expect", json::object());
-  if (expect.contains(prop)) return expect.at(prop).get<std::string>() == status;
+  // Most specific first: P5/op/dtype, P5/op, P5.
+  std::vector<std::string> keys;
+  if (result.contains("op")) {
+    const std::string op = result.value("op", ""), dtype = result.value("dtype", "");
+    keys = {prop + "/" + op + "/" + dtype, prop + "/" + op};
+  }
+  keys.push_back(prop);
+  for (const auto& k : keys)
+    if (expect.contains(k)) return expect.at(k).get<std::string>() == status;
   return status == "pass" || status == "skip";
 }
 
@@ -38,8 +48,15 @@ json mergeReport(const json& targets, const json& runInfo) {
     for (const auto& r : t.at("results")) {
       counts[r.value("status", "error")] = counts.value(r.value("status", "error"), 0) + 1;
       if (!resultExpected(t, r))
-        unexpected.push_back({{"target", t.value("name", "?")}, {"property", r.value("property", "")},
-                              {"status", r.value("status", "")}, {"reason", r.value("reason", "")}});
+      {
+        json u = {{"target", t.value("name", "?")}, {"property", r.value("property", "")},
+                  {"status", r.value("status", "")}, {"reason", r.value("reason", "")}};
+        if (r.contains("op")) {
+          u["op"] = r.at("op");
+          u["dtype"] = r.at("dtype");
+        }
+        unexpected.push_back(u);
+      }
     }
   }
   report["summary"] = {{"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts},
@@ -53,6 +70,76 @@ std::string cell(std::string s, size_t max = 110) {
     if (c == '|' || c == '\n') c = ' ';
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
+}
+}  // namespace
+
+namespace {
+// The status a manifest's `expect` wants for a result (pass when unnamed).
+std::string expectedStatus(const json& target, const json& r) {
+  const json expect = target.value("expect", json::object());
+  const std::string prop = r.value("property", "");
+  std::vector<std::string> keys;
+  if (r.contains("op")) keys = {prop + "/" + r.value("op", "") + "/" + r.value("dtype", ""), prop + "/" + r.value("op", "")};
+  keys.push_back(prop);
+  for (const auto& k : keys)
+    if (expect.contains(k)) return expect.at(k).get<std::string>();
+  return "pass";
+}
+
+std::string resultLabel(const json& r) {
+  std::string l = r.value("property", "") + " " + r.value("title", "");
+  if (r.contains("op")) l += " · " + r.value("op", "") + " " + r.value("dtype", "");
+  return l;
+}
+
+std::string replayId(const json& r) {
+  if (!r.contains("op")) return r.value("property", "");
+  return r.value("property", "") + "/" + r.value("op", "") + "/" + r.value("dtype", "");
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(digits) << v;
+  return os.str();
+}
+
+// Per op and dtype: P5 / P6 status, cases, compilations per 100 cases and
+// where the time went.
+void opTable(std::ostringstream& md, const json& t) {
+  std::map<std::pair<std::string, std::string>, std::map<std::string, json>> rows;
+  for (const auto& r : t.at("results"))
+    if (r.contains("op")) rows[{r.value("op", ""), r.value("dtype", "")}][r.value("property", "")] = r;
+  if (rows.empty()) return;
+  md << "| op | dtype | P5 numerics | P6 aliasing | cases | compilations / 100 cases | reference / device op / harness |\n"
+     << "|---|---|---|---|---|---|---|\n";
+  for (const auto& [key, props] : rows) {
+    md << "| " << key.first << " | " << key.second;
+    int cases = 0;
+    json stats;
+    for (const char* p : {"P5", "P6"}) {
+      auto it = props.find(p);
+      if (it == props.end()) {
+        md << " | -";
+        continue;
+      }
+      const json& r = it->second;
+      md << " | **" << r.value("status", "") << "**";
+      if (!resultExpected(t, r)) md << " (expected " << expectedStatus(t, r) << ")";
+      cases += r.value("cases_run", 0);
+      if (stats.is_null() && r.contains("observations") && r.at("observations").contains("stats"))
+        stats = r.at("observations").at("stats");
+    }
+    md << " | " << cases;
+    if (stats.is_null()) {
+      md << " | - | - |\n";
+      continue;
+    }
+    const auto& sh = stats.at("share");
+    md << " | " << fixed(stats.value("compilations_per_100_cases", 0.0), 1) << " | "
+       << fixed(100 * sh.value("reference", 0.0), 0) << "% / " << fixed(100 * sh.value("device_op", 0.0), 0) << "% / "
+       << fixed(100 * sh.value("harness", 0.0), 0) << "% |\n";
+  }
+  md << "\n";
 }
 }  // namespace
 
@@ -89,15 +176,15 @@ std::string renderMarkdown(const json& report) {
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
     md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
     for (const auto& r : t.at("results")) {
-      const json expect = t.value("expect", json::object());
-      const std::string exp = expect.contains(r.value("property", "")) ? expect.at(r.value("property", "")).get<std::string>() : "pass";
-      md << "| " << r.value("property", "") << " " << r.value("title", "") << " | **" << r.value("status", "") << "** | "
-         << exp << " | " << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
+      if (r.contains("op")) continue;
+      md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatus(t, r) << " | "
+         << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
     }
     md << "\n";
+    opTable(md, t);
     for (const auto& r : t.at("results")) {
       if (r.value("status", "") != "fail") continue;
-      md << "### " << t.value("name", "?") << " / " << r.value("property", "") << ": " << r.value("title", "") << "\n\n";
+      md << "### " << t.value("name", "?") << " / " << resultLabel(r) << "\n\n";
       md << r.value("reason", "") << "\n\n";
       const auto& o = r.at("observations");
       if (o.contains("helper")) md << "- helper `_descriptor_cache_key`: " << o.at("helper").dump() << "\n";
@@ -110,9 +197,16 @@ std::string renderMarkdown(const json& report) {
       if (o.contains("unchanged")) md << "- unchanged: `" << o.at("unchanged").dump() << "`\n";
       if (o.contains("markers")) md << "- markers: `" << o.at("markers").dump() << "`\n";
       if (o.contains("components")) md << "- components: `" << o.at("components").dump() << "`\n";
+      for (const char* k : {"numerics", "aliasing"})
+        if (o.contains(k) && o.at(k).size() > 1)
+          for (const auto& f : o.at(k)) md << "- " << k << ": " << f.get<std::string>() << "\n";
+      if (o.contains("fast_path"))
+        md << "- fast path: " << o.value("fast_path", "") << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "")
+           << "\n";
+      if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
       md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
       md << "- reproduce in flagprop: `" << exe << " run --manifest " << t.value("manifest", "") << " --property "
-         << r.value("property", "") << " --reproduce '" << r.value("reproduce", "") << "' --report-dir flagprop-replay`\n";
+         << replayId(r) << " --reproduce '" << r.value("reproduce", "") << "' --report-dir flagprop-replay`\n";
       if (r.contains("reproducer") && !r.at("reproducer").is_null())
         md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
            << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
@@ -123,7 +217,8 @@ std::string renderMarkdown(const json& report) {
 }
 
 void printSummary(const json& report, std::ostream& os) {
-  os << "\n" << std::left << std::setw(30) << "target" << " P1      P2      P3      P4\n";
+  os << "\n" << std::left << std::setw(30) << "target" << " P1      P2      P3      P4      P5         P6\n";
+  std::vector<std::string> failing;
   for (const auto& t : report.at("targets")) {
     const std::string name = t.value("name", "?");
     os << std::left << std::setw(30) << (name.size() > 29 ? name.substr(0, 28) + "~" : name);
@@ -131,20 +226,39 @@ void printSummary(const json& report, std::ostream& os) {
       os << " error! (target error, see above and report.md)\n";
       continue;
     }
-    for (const char* p : {"P1", "P2", "P3", "P4"}) {
+    for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"}) {
+      // P5 / P6 hold one result per op and dtype: the worst status, with
+      // how many runs had it.
       std::string st = "-";
-      for (const auto& r : t.at("results"))
-        if (r.value("property", "") == p) {
-          st = r.value("status", "?");
-          if (!resultExpected(t, r)) st += "!";
+      int runs = 0, worstCount = 0;
+      bool unexpected = false;
+      static const std::vector<std::string> order = {"pass", "skip", "fail", "error"};
+      for (const auto& r : t.at("results")) {
+        if (r.value("property", "") != p) continue;
+        const std::string rs = r.value("status", "?");
+        ++runs;
+        const auto rank = [&](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
+        if (st == "-" || rank(rs) > rank(st)) {
+          st = rs;
+          worstCount = 1;
+        } else if (rs == st) {
+          ++worstCount;
         }
-      os << " " << std::setw(7) << st;
+        if (!resultExpected(t, r)) {
+          unexpected = true;
+          failing.push_back(name + ": " + resultLabel(r) + ": " + rs + " (expected " + expectedStatus(t, r) + ")");
+        }
+      }
+      if (runs > 1) st += " " + std::to_string(worstCount) + "/" + std::to_string(runs);
+      if (unexpected) st += "!";
+      os << " " << std::setw(std::string(p) == "P5" ? 10 : 7) << st;
     }
     os << "\n";
   }
   const auto& s = report.at("summary");
   os << "\nresults " << s.at("results").dump() << ", target errors " << s.value("target_errors", 0)
      << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
+  for (const auto& f : failing) os << "  unexpected: " << f << "\n";
 }
 
 void writeText(const std::string& path, const std::string& text) {

@@ -1,6 +1,7 @@
 #include "reports/reproducer.h"
 
 #include "matrix/manifest.h"
+#include "ops/catalog.h"
 
 #include <filesystem>
 #include <fstream>
@@ -25,8 +26,12 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
   const Target& t = session.target();
   // Two manifests may share a name: the manifest path's hash keeps their files apart.
   const std::string tag = std::to_string(std::hash<std::string>{}(t.manifestPath) % 10000);
-  const std::string path =
-      (fs::path(dir) / ("repro_" + t.name + "_" + outcome.property + "_" + tag + ".py")).string();
+  const bool opKind = failure.reproKind == "op";
+  // P5 / P6 runs are keyed "P5/op/dtype" while they run.
+  std::string id = outcome.property;
+  for (auto& ch : id)
+    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
+  const std::string path = (fs::path(dir) / ("repro_" + t.name + "_" + id + "_" + tag + ".py")).string();
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write reproducer " + path);
   const std::string pyDir = pythonPackageDir() + "/flagprop";
@@ -40,7 +45,7 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "RapidCheck replay inside flagprop: --reproduce " << outcome.reproduce << "\n\"\"\"\n\n"
       << "import json\nimport sys\nimport types\n\n"
       << "TARGET_NAME = " << pyString(t.name) << "\n"
-      << "PROPERTY = " << pyString(outcome.property) << "\n"
+      << "PROPERTY = " << pyString(outcome.property.substr(0, outcome.property.find('/'))) << "\n"
       << "REASON = " << pyString(outcome.reason) << "\n"
       << "KIND = " << pyString(failure.reproKind) << "\n"
       << "TARGET = " << pyJson(toJson(session.targetDict())) << "\n"
@@ -48,23 +53,45 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "GATE_BUILDS = " << pyJson(t.gateBuilds) << "\n"
       << "REPORTS_ONCE = " << (t.reportsOnce ? "True" : "False") << "\n"
       << "DEFAULT_GATES = " << pyJson(toJson(session.defaultGates())) << "\n"
-      << "CASE = " << pyJson(failure.caseJson) << "\n\n"
+      << "CASE = " << pyJson(failure.caseJson) << "\n";
+  if (opKind) {
+    // Tolerances of the counterexample's outputs, from the catalog entry.
+    const OpEntry* e = findOp(failure.caseJson.value("op", ""));
+    json tol = json::array();
+    if (e) {
+      const OpCase c = opCaseFromJson(failure.caseJson);
+      const json& calls = failure.observations.value("calls", json::array());
+      for (size_t k = 0; k < c.calls.size(); ++k) {
+        json per = json::array();
+        const json expected = k < calls.size() ? calls[k].value("expected", json::array()) : json::array();
+        for (size_t i = 0; i < expected.size(); ++i) {
+          const Tolerance tl = e->tolerance(c.dtype, expected[i].value("dtype", ""), i, c.calls[k]);
+          per.push_back({tl.rtol, tl.atol});
+        }
+        tol.push_back(per);
+      }
+    }
+    out << "DEVICE = " << pyString(t.device) << "\n"
+        << "UPCAST = " << (e && e->upcast ? "True" : "False") << "\n"
+        << "TOLERANCES = " << pyJson(tol) << "\n";
+  }
+  out << "\n"
       << "# flagprop's own helper modules (python/flagprop), embedded verbatim.\n"
       << "_SOURCES = {\n";
-  for (const char* m : {"mocks", "loader", "observe", "launch", "session"})
+  for (const char* m : {"mocks", "loader", "observe", "launch", "session", "ops"})
     out << "    " << pyString(m) << ": " << pyString(readFile(pyDir + "/" + m + ".py")) << ",\n";
   out << "}\n\n\n"
       << "def _load_helpers():\n"
       << "    pkg = types.ModuleType(\"flagprop\")\n"
       << "    pkg.__path__ = []\n"
       << "    sys.modules[\"flagprop\"] = pkg\n"
-      << "    for name in (\"mocks\", \"loader\", \"observe\", \"launch\", \"session\"):\n"
+      << "    for name in (\"mocks\", \"loader\", \"observe\", \"launch\", \"session\", \"ops\"):\n"
       << "        mod = types.ModuleType(\"flagprop.\" + name)\n"
       << "        mod.__package__ = \"flagprop\"\n"
       << "        sys.modules[mod.__name__] = mod\n"
       << "        setattr(pkg, name, mod)\n"
       << "        exec(compile(_SOURCES[name], \"<flagprop.\" + name + \">\", \"exec\"), mod.__dict__)\n\n\n"
-      << readFile(std::string(FLAGPROP_SOURCE_DIR) + "/reports/repro_main.py.in");
+      << readFile(std::string(FLAGPROP_SOURCE_DIR) + (opKind ? "/reports/repro_ops.py.in" : "/reports/repro_main.py.in"));
   if (!out) throw std::runtime_error("cannot write reproducer " + path);
   return path;
 }

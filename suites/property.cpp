@@ -85,6 +85,12 @@ py::dict makeTargetDict(const Target& t) {
   d["installer"] = inst;
   d["flag_gems"] = fg;
   d["supply_helper"] = t.supplyHelper;
+  py::dict ops;
+  ops["kind"] = t.ops.kind;
+  ops["path"] = t.ops.path;
+  ops["globals"] = fromJson(t.ops.globals);
+  ops["enable"] = t.ops.enable;
+  d["ops"] = ops;
   return d;
 }
 }  // namespace
@@ -140,9 +146,16 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
   } else if (target_.device != "cpu") {
     throw ManifestError(origin + ": unknown device '" + target_.device + "' (use cpu, cuda:N or flagos:N)");
   }
+  if (target_.ops.kind == "module") {
+    const std::string seen = sha256File(target_.ops.path);
+    provenance_["ops_sha256"] = seen;
+    if (!target_.ops.sha256.empty() && seen != target_.ops.sha256)
+      throw ManifestError(origin + ": ops sha256 mismatch for " + target_.ops.path + ": expected " + target_.ops.sha256 +
+                          ", saw " + seen);
+  }
   // Dry load: a missing installer function or a module that does not load is
   // a target error, reported once instead of once per case.
-  {
+  if (target_.installerMode != "none") {
     Sandbox sb;
     try {
       MockSpec spec;
@@ -213,6 +226,10 @@ json PropertyOutcome::toJson() const {
             {"reproduce", reproduce},
             {"observations", observations},
             {"reproducer", reproducer.empty() ? json(nullptr) : json(reproducer)}};
+  if (!op.empty()) {
+    j["op"] = op;
+    j["dtype"] = dtype;
+  }
   return j;
 }
 

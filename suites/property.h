@@ -59,8 +59,10 @@ class TargetSession {
 
 /// Result of one property on one target (one entry of targets[].results[]).
 struct PropertyOutcome {
-  std::string property;  ///< P1..P4
+  std::string property;  ///< P1..P6
   std::string title;
+  std::string op;        ///< P5 / P6: the catalog op
+  std::string dtype;     ///< P5 / P6: the dtype
   std::string status;    ///< pass | fail | skip | error
   std::string reason;
   int casesRun = 0;
@@ -79,7 +81,7 @@ struct FailureRecord {
   json caseJson;
   json observations;
   std::string why;
-  std::string reproKind;  ///< "install" | "key" | "launch"
+  std::string reproKind;  ///< "install" | "key" | "launch" | "op"
 };
 
 /// Runs `f` (a session call); a Python exception from the harness or the code
@@ -130,6 +132,24 @@ PropertyOutcome runP1(TargetSession&, const RunOptions&);
 PropertyOutcome runP2(TargetSession&, const RunOptions&);
 PropertyOutcome runP3(TargetSession&, const RunOptions&);
 PropertyOutcome runP4(TargetSession&, const RunOptions&);
+
+struct OpEntry;
+
+/// The numerics and aliasing properties over the op catalog, for one op in
+/// one dtype, each over `opts.cases` generated cases (default: the target's
+/// `op_cases`), shrinking a failure. P5 numerics: the device result equals
+/// the CPU ATen reference within the entry's tolerance (NaN in the same
+/// places) and, when the installer is active, patched and unpatched results
+/// are bitwise equal. P6 aliasing and metadata: outputs have ATen's device,
+/// dtype and shape and fresh storage; inputs keep their values, sizes,
+/// strides, storage offset and version counter; earlier outputs are not
+/// changed by later calls.
+PropertyOutcome runP5(TargetSession&, const RunOptions&, const OpEntry&, const std::string& dtype);
+PropertyOutcome runP6(TargetSession&, const RunOptions&, const OpEntry&, const std::string& dtype);
+
+/// The (op, dtype) pairs a target runs P5 / P6 on: its `catalog` (default
+/// all) crossed with each op's dtypes (filtered by the target's `dtypes`).
+std::vector<std::pair<const OpEntry*, std::string>> opRuns(const Target& t);
 
 /// P1's judgement of one install observation (exposed for tests and the
 /// reproducer). Returns {"components": {name: class}, "install": overall,

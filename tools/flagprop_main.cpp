@@ -1,5 +1,6 @@
 // flagprop command line.
 #include "matrix/runner.h"
+#include "ops/catalog.h"
 #include "suites/property.h"
 
 #include <cerrno>
@@ -26,8 +27,14 @@ options:
                       manifest; repeatable; default fixtures/targets/default.json
   --report-dir DIR    where report.json, report.md, junit/ and reproducers/ go
                       (default ./flagprop-report)
-  --property ID       run only P1, P2, P3 or P4; repeatable
-  --cases N           generated cases per property (default: the manifest's, 100)
+  --property ID       run only this property: P1 .. P6, or P5/OP, P5/OP/DTYPE;
+                      repeatable
+  --op NAME           P5 / P6: run only this catalog op (e.g. add.Tensor); repeatable
+  --dtype D           P5 / P6: run only this dtype (float32, float16, bfloat16,
+                      int32); repeatable
+  --cases N           generated cases per property run (default: the manifest's
+                      cases, 100, for P1-P4 and op_cases, 50, per op and dtype
+                      for P5 / P6)
   --seed S            RapidCheck seed (default or 0: random; printed and reported)
   --reproduce STR     replay a RapidCheck reproduce string from a report
   --timeout SEC       per-target process time limit (default 1800)
@@ -74,12 +81,29 @@ int main(int argc, char** argv) {
     if (a == "--manifest") opts.manifests.push_back(value("a path"));
     else if (a == "--report-dir") opts.reportDir = value("a directory");
     else if (a == "--property") {
-      std::string p = value("P1, P2, P3 or P4");
-      if (p != "P1" && p != "P2" && p != "P3" && p != "P4") {
-        std::cerr << "flagprop: --property must be P1, P2, P3 or P4, not '" << p << "'\n";
+      std::string p = value("a property id (P1 .. P6)");
+      const std::string head = p.substr(0, p.find('/'));
+      if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6") {
+        std::cerr << "flagprop: --property must be P1 .. P6 (or P5/OP, P5/OP/DTYPE), not '" << p << "'\n";
         return 2;
       }
       opts.properties.push_back(p);
+    } else if (a == "--op") {
+      std::string p = value("a catalog op name");
+      if (!flagprop::findOp(p)) {
+        std::cerr << "flagprop: --op: no catalog op '" << p << "' (known:";
+        for (const auto& e : flagprop::catalog()) std::cerr << " " << e.name;
+        std::cerr << ")\n";
+        return 2;
+      }
+      opts.ops.push_back(p);
+    } else if (a == "--dtype") {
+      std::string d = value("a dtype");
+      if (d != "float32" && d != "float16" && d != "bfloat16" && d != "int32") {
+        std::cerr << "flagprop: --dtype must be float32, float16, bfloat16 or int32, not '" << d << "'\n";
+        return 2;
+      }
+      opts.dtypes.push_back(d);
     } else if (a == "--cases") {
       if (!number(value("a number"), n) || n == 0 || n > 1000000) {
         std::cerr << "flagprop: --cases needs a number from 1 to 1000000\n";

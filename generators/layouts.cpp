@@ -1,0 +1,207 @@
+#include "generators/layouts.h"
+
+#include "generators/choice.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+namespace flagprop {
+
+bool TensorLayout::contiguous() const {
+  if (numel() == 0) return true;
+  int64_t expect = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (strides[i] != expect) return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
+int64_t TensorLayout::numel() const { return numelOf(shape); }
+
+int64_t numelOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
+std::pair<std::vector<int64_t>, int64_t> stridesFor(const std::vector<int64_t>& shape, const std::vector<int>& order,
+                                                    const std::vector<int64_t>& steps,
+                                                    const std::vector<bool>& expanded) {
+  const size_t r = shape.size();
+  std::vector<int64_t> strides(r, 0);
+  int64_t running = 1;
+  for (size_t i = r; i-- > 0;) {
+    const int d = order[i];
+    if (expanded[d]) continue;
+    strides[d] = running * steps[d];
+    running *= std::max<int64_t>(shape[d], 1) * steps[d];
+  }
+  int64_t extent = 1;
+  for (size_t d = 0; d < r; ++d) {
+    if (shape[d] == 0) return {strides, 0};
+    extent += (shape[d] - 1) * strides[d];
+  }
+  return {strides, extent};
+}
+
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x != y && x != 1 && y != 1) throw std::invalid_argument("shapes do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+json toJson(const TensorLayout& t) {
+  json sp = json::array();
+  for (const auto& [i, k] : t.specials) sp.push_back({i, k});
+  return {{"dtype", t.dtype}, {"shape", t.shape},   {"strides", t.strides}, {"offset", t.offset},
+          {"storage", t.storage}, {"how", t.how}, {"seed", t.seed},       {"values", t.values},
+          {"specials", sp}};
+}
+
+json toJson(const OpCall& c) {
+  json ts = json::array();
+  for (const auto& t : c.tensors) ts.push_back(toJson(t));
+  return {{"tensors", ts}, {"args", c.args}, {"kwargs", c.kwargs}};
+}
+
+json toJson(const OpCase& c) {
+  json calls = json::array();
+  for (const auto& k : c.calls) calls.push_back(toJson(k));
+  return {{"op", c.op}, {"dtype", c.dtype}, {"calls", calls}};
+}
+
+OpCase opCaseFromJson(const json& j) {
+  OpCase c;
+  c.op = j.at("op").get<std::string>();
+  c.dtype = j.at("dtype").get<std::string>();
+  for (const auto& k : j.at("calls")) {
+    OpCall call;
+    call.args = k.at("args");
+    call.kwargs = k.value("kwargs", json::object());
+    for (const auto& t : k.at("tensors")) {
+      TensorLayout l;
+      l.dtype = t.at("dtype").get<std::string>();
+      l.shape = t.at("shape").get<std::vector<int64_t>>();
+      l.strides = t.at("strides").get<std::vector<int64_t>>();
+      l.offset = t.at("offset").get<int64_t>();
+      l.storage = t.at("storage").get<int64_t>();
+      l.how = t.value("how", "");
+      l.seed = t.at("seed").get<uint64_t>();
+      l.values = t.value("values", "normal");
+      for (const auto& s : t.value("specials", json::array()))
+        l.specials.emplace_back(s.at(0).get<int64_t>(), s.at(1).get<std::string>());
+      call.tensors.push_back(l);
+    }
+    c.calls.push_back(call);
+  }
+  return c;
+}
+
+void showValue(const TensorLayout& v, std::ostream& os) { os << toJson(v).dump(); }
+void showValue(const OpCall& v, std::ostream& os) { os << toJson(v).dump(); }
+void showValue(const OpCase& v, std::ostream& os) { os << toJson(v).dump(); }
+
+namespace gen {
+
+namespace {
+const std::vector<int64_t>& pool() {
+  static const std::vector<int64_t> p = {0, 1, 2, 3, 4, 5, 8, 16, 17, 32, 64, 101, 128, 320};
+  return p;
+}
+bool isFloat(const std::string& dtype) { return dtype == "float32" || dtype == "float16" || dtype == "bfloat16"; }
+}  // namespace
+
+rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits& lim) {
+  auto size = weighted<int64_t>({{5, 1}, {3, 2}, {3, 3}, {2, 4}, {2, 5}, {2, 8}, {1, 0}, {2, 16}, {1, 17}, {1, 32},
+                                 {1, 64}, {1, 101}, {1, 128}, {1, 320}});
+  const int hi = std::min(maxRank, lim.maxRank);
+  return rc::gen::mapcat(uniform(rc::gen::inRange(minRank, hi + 1)), [size, lim](int rank) {
+    return rc::gen::map(rc::gen::container<std::vector<int64_t>>(rank, size), [lim](std::vector<int64_t> s) {
+      while (numelOf(s) > lim.maxElements) {
+        auto big = std::max_element(s.begin(), s.end());
+        auto it = std::lower_bound(pool().begin(), pool().end(), *big);
+        *big = *(it - 1);  // the next smaller pool size (pool()[0] is 0, never the largest of an oversized shape)
+      }
+      return s;
+    });
+  });
+}
+
+rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, const LayoutLimits& lim,
+                             bool allowExpand) {
+  return rc::gen::exec([shapeIn, dtype, lim, allowExpand]() {
+    TensorLayout t;
+    t.dtype = dtype;
+    t.shape = shapeIn;
+    const size_t r = shapeIn.size();
+    std::vector<int> order(r);
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<int64_t> steps(r, 1);
+    std::vector<bool> expanded(r, false);
+    std::vector<std::string> how;
+    if (r >= 2 && *weighted<bool>({{3, false}, {2, true}})) {
+      // Sorting dims by generated keys gives any permutation; keys shrink to
+      // 0, and a stable sort of equal keys is the identity.
+      const auto keys = *rc::gen::container<std::vector<int>>(r, uniform(rc::gen::inRange(0, 8)));
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
+      if (!std::is_sorted(order.begin(), order.end())) how.push_back("permuted");
+    }
+    if (r >= 1 && *weighted<bool>({{3, false}, {1, true}})) {
+      steps = *rc::gen::container<std::vector<int64_t>>(r, weighted<int64_t>({{2, 1}, {2, 2}, {1, 3}}));
+      if (std::any_of(steps.begin(), steps.end(), [](int64_t s) { return s > 1; })) how.push_back("sliced");
+    }
+    if (allowExpand && r >= 1 && *weighted<bool>({{4, false}, {1, true}})) {
+      const auto e = *rc::gen::container<std::vector<int>>(r, weighted<int>({{1, 0}, {1, 1}}));
+      for (size_t d = 0; d < r; ++d) expanded[d] = e[d] && shapeIn[d] != 1;
+      if (std::find(expanded.begin(), expanded.end(), true) != expanded.end()) how.push_back("expanded");
+    }
+    t.offset = *weighted<int64_t>({{3, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 5}, {1, 7}});
+    if (t.offset) how.push_back("offset");
+    auto [strides, extent] = stridesFor(t.shape, order, steps, expanded);
+    if (t.offset + extent > lim.maxElements) {  // steps made the storage too big: drop them
+      std::fill(steps.begin(), steps.end(), 1);
+      how.erase(std::remove(how.begin(), how.end(), "sliced"), how.end());
+      std::tie(strides, extent) = stridesFor(t.shape, order, steps, expanded);
+    }
+    t.strides = strides;
+    t.storage = std::max<int64_t>(t.offset + extent + *weighted<int64_t>({{3, 0}, {1, 3}}), 1);
+    std::string h;
+    for (const auto& s : how) h += (h.empty() ? "" : "+") + s;
+    t.how = h.empty() ? "contiguous" : h;
+    t.seed = *uniform(rc::gen::inRange<uint64_t>(0, 1u << 20));
+    if (isFloat(dtype)) {
+      t.values = *weighted<std::string>({{3, "normal"}, {1, "grid"}});
+      if (lim.specials && *weighted<bool>({{5, false}, {1, true}})) {
+        const int n = *uniform(rc::gen::inRange(1, 4));
+        for (int i = 0; i < n; ++i) {
+          const int64_t idx = *uniform(rc::gen::inRange<int64_t>(0, t.storage));
+          t.specials.emplace_back(idx, *element<std::string>("nan", "inf", "-inf", "-0", "subnormal"));
+        }
+      }
+    }
+    return t;
+  });
+}
+
+rc::Gen<std::vector<int64_t>> broadcastableTo(std::vector<int64_t> s) {
+  return rc::gen::exec([s]() {
+    const size_t drop = *weighted<size_t>({{3, 0}, {1, 1}, {1, 2}});
+    std::vector<int64_t> out(s.begin() + std::min(drop, s.size()), s.end());
+    const auto ones = *rc::gen::container<std::vector<int>>(out.size(), weighted<int>({{3, 0}, {1, 1}}));
+    for (size_t i = 0; i < out.size(); ++i)
+      if (ones[i]) out[i] = 1;
+    return out;
+  });
+}
+
+}  // namespace gen
+}  // namespace flagprop

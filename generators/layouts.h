@@ -1,0 +1,109 @@
+// Tensor layouts and op cases for the numerics and aliasing properties (P5, P6).
+//
+// A TensorLayout says how to rebuild one input exactly: a 1-D storage of
+// `storage` elements whose values come from `seed` (python/flagprop/ops.py,
+// `make_storage`, is the one builder, used by the suites and the
+// reproducers), viewed with `shape`, `strides` and `offset`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flagprop {
+
+using json = nlohmann::json;
+
+/// One generated tensor input. Sizes and strides are in elements.
+struct TensorLayout {
+  std::string dtype = "float32";  ///< float32 | float16 | bfloat16 | int32 | int64 | bool
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;   ///< 0 for an expanded dim
+  int64_t offset = 0;             ///< storage offset (elements)
+  int64_t storage = 1;            ///< storage size (elements), >= offset + the view's extent
+  std::string how = "contiguous"; ///< how the layout was made: contiguous, or any of permuted / sliced / expanded / offset joined by '+'
+  uint64_t seed = 0;              ///< values of the storage
+  std::string values = "normal";  ///< normal (N(0,1)) | grid (multiples of 0.5 in [-4, 4]); ints and bools ignore it
+  std::vector<std::pair<int64_t, std::string>> specials;  ///< storage index -> nan | inf | -inf | -0 | subnormal
+
+  bool contiguous() const;
+  int64_t numel() const;
+};
+
+/// One call of the op: its tensors and the argument list, where
+/// `{"tensor": i}` stands for tensors[i] and every other JSON value is passed
+/// as is (JSON keeps 1 and 1.0 apart, so a Scalar keeps its Python type).
+struct OpCall {
+  std::vector<TensorLayout> tensors;
+  json args = json::array();
+  json kwargs = json::object();
+};
+
+/// A P5 / P6 case: one catalog op in one dtype, called 1..3 times in order
+/// (later calls must leave earlier outputs alone).
+struct OpCase {
+  std::string op;     ///< catalog name, e.g. "add.Tensor"
+  std::string dtype;  ///< the dtype this run of the op covers
+  std::vector<OpCall> calls;
+};
+
+/// Strides of a view of `shape` made from a contiguous base laid out in
+/// `order` (outermost first; a permutation of the dims), sliced with step
+/// `steps[d]` along each dim and expanded (stride 0) where `expanded[d]`.
+/// Also returns the storage extent (elements the view can touch, from 0).
+/// Example (DESIGN.md's seed case): shape [101, 3, 320], order [1, 0, 2],
+/// steps 1 gives strides [320, 32320, 1].
+std::pair<std::vector<int64_t>, int64_t> stridesFor(const std::vector<int64_t>& shape, const std::vector<int>& order,
+                                                    const std::vector<int64_t>& steps,
+                                                    const std::vector<bool>& expanded);
+
+/// Number of elements of `shape` (1 for rank 0).
+int64_t numelOf(const std::vector<int64_t>& shape);
+
+/// Broadcast of two shapes as ATen does it; throws std::invalid_argument when
+/// they do not broadcast.
+std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+json toJson(const TensorLayout& t);
+json toJson(const OpCall& c);
+json toJson(const OpCase& c);
+/// Inverse of toJson(OpCase); throws nlohmann::json exceptions on bad input.
+OpCase opCaseFromJson(const json& j);
+
+void showValue(const TensorLayout& v, std::ostream& os);
+void showValue(const OpCall& v, std::ostream& os);
+void showValue(const OpCase& v, std::ostream& os);
+
+namespace gen {
+
+/// Limits for generated layouts.
+struct LayoutLimits {
+  int64_t maxElements = 1 << 17;  ///< per tensor view and per storage (elements)
+  int maxRank = 5;
+  bool specials = true;           ///< nan, +-inf, -0.0 and subnormals in float inputs
+};
+
+/// Shapes of rank minRank..maxRank from a small pool of sizes (0, 1, 2, 3, 4,
+/// 5, 8, 16, 17, 32, 64, 101, 128, 320), so that kernels specialised on sizes
+/// are reused; a shape over the limit has its largest size replaced by the
+/// next smaller pool size until it fits. Shrinks toward rank 0 / size 1.
+rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits& lim);
+
+/// A layout for a view of exactly `shape`: contiguous (weighted), permuted
+/// (transpose / permute of a contiguous base), sliced (steps 2 or 3),
+/// expanded (stride 0 where `allowExpand`), with a storage offset of 0..7
+/// elements, values from a seed, and (float dtypes) special values.
+rc::Gen<TensorLayout> layout(std::vector<int64_t> shape, std::string dtype, const LayoutLimits& lim,
+                             bool allowExpand = true);
+
+/// A shape that broadcasts to `shape`: some leading dims dropped, some dims
+/// set to 1.
+rc::Gen<std::vector<int64_t>> broadcastableTo(std::vector<int64_t> shape);
+
+}  // namespace gen
+}  // namespace flagprop

@@ -1,0 +1,96 @@
+// P5 numerics and P6 aliasing / metadata over the op catalog: one RapidCheck
+// run per (property, op, dtype), each case judged by ops/op_run.cpp.
+#include "ops/op_run.h"
+#include "suites/property.h"
+
+#include <algorithm>
+#include <map>
+
+namespace flagprop {
+
+namespace {
+
+// Totals over the cases of one run, for the report and the benchmark.
+struct OpStats {
+  int cases = 0;
+  int compilations = 0;
+  double referenceUs = 0, deviceUs = 0, totalUs = 0;
+  std::map<std::string, int> fastPath;
+
+  void add(const json& obs) {
+    ++cases;
+    compilations += obs.value("compilations", 0);
+    if (obs.contains("time_us")) {
+      referenceUs += obs["time_us"].value("reference", 0.0);
+      deviceUs += obs["time_us"].value("device", 0.0);
+      totalUs += obs["time_us"].value("total", 0.0);
+    }
+  }
+  json toJson() const {
+    const double t = totalUs > 0 ? totalUs : 1;
+    return {{"cases_executed", cases},
+            {"compilations", compilations},
+            {"compilations_per_100_cases", cases ? 100.0 * compilations / cases : 0.0},
+            {"share", {{"reference", referenceUs / t}, {"device_op", deviceUs / t},
+                       {"harness", std::max(0.0, (totalUs - referenceUs - deviceUs) / t)}}},
+            {"us_per_case", cases ? totalUs / cases : 0.0}};
+  }
+};
+
+PropertyOutcome runOpProperty(const char* id, const char* title, const char* findings, TargetSession& session,
+                              const RunOptions& optsIn, const OpEntry& entry, const std::string& dtype) {
+  const Target& t = session.target();
+  RunOptions opts = optsIn;
+  if (opts.cases <= 0) opts.cases = t.opCases;
+  gen::LayoutLimits lim;
+  lim.maxElements = t.maxElements;
+  lim.specials = t.specials;
+  FailureRecord last;
+  OpStats stats;
+  auto body = [&]() {
+    const OpCase c = *opCase(entry, dtype, lim);
+    const json obs = guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
+    stats.add(obs);
+    if (obs.contains("discard")) RC_DISCARD(obs.at("discard").get<std::string>());
+    const std::string pvu = obs.value("patched_vs_unpatched", "");
+    RC_TAG(obs.value("fast_path", "?") + (pvu == "equal" ? ", patched == unpatched" : ""));
+    const json& f = obs.at(findings);
+    if (!f.empty()) {
+      std::string why = f.at(0).get<std::string>();
+      if (f.size() > 1) why += " (and " + std::to_string(f.size() - 1) + " more)";
+      last = {toJson(c), obs, why, "op"};
+      RC_FAIL(why);
+    }
+  };
+  const std::string key = std::string(id) + "/" + entry.name + "/" + dtype;
+  PropertyOutcome out = runProperty(key, title, session, opts, body, last, "");
+  out.property = id;
+  out.op = entry.name;
+  out.dtype = dtype;
+  if (!out.observations.is_object()) out.observations = json::object();
+  out.observations["stats"] = stats.toJson();
+  return out;
+}
+
+}  // namespace
+
+PropertyOutcome runP5(TargetSession& s, const RunOptions& o, const OpEntry& e, const std::string& dtype) {
+  return runOpProperty("P5", "numerics", "numerics", s, o, e, dtype);
+}
+
+PropertyOutcome runP6(TargetSession& s, const RunOptions& o, const OpEntry& e, const std::string& dtype) {
+  return runOpProperty("P6", "aliasing and metadata", "aliasing", s, o, e, dtype);
+}
+
+std::vector<std::pair<const OpEntry*, std::string>> opRuns(const Target& t) {
+  std::vector<std::pair<const OpEntry*, std::string>> out;
+  for (const auto& e : catalog()) {
+    if (!t.catalogOps.empty() && std::find(t.catalogOps.begin(), t.catalogOps.end(), e.name) == t.catalogOps.end())
+      continue;
+    for (const auto& d : e.dtypes)
+      if (t.dtypes.empty() || std::find(t.dtypes.begin(), t.dtypes.end(), d) != t.dtypes.end()) out.emplace_back(&e, d);
+  }
+  return out;
+}
+
+}  // namespace flagprop

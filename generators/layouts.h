@@ -86,6 +86,13 @@ struct LayoutLimits {
   int64_t maxElements = 1 << 17;  ///< per tensor view and per storage (elements)
   int maxRank = 5;
   bool specials = true;           ///< nan, +-inf, -0.0 and subnormals in float inputs
+  /// Specialization reuse (P5 / P6 on devices that JIT-compile): when > 0,
+  /// 15 of 16 calls take their shapes, strides, storage offsets and scalar
+  /// arguments from a fixed palette of this many calls (only the values'
+  /// seeds are drawn afresh), so a run compiles at most about `palette`
+  /// specializations per kernel plus those of the free calls.
+  int palette = 0;
+  uint64_t paletteSeed = 0;       ///< the palette is a function of this seed, the op and the dtype
 };
 
 /// Shapes of rank minRank..maxRank from a small pool of sizes (0, 1, 2, 3, 4,

@@ -83,6 +83,8 @@ nlohmann::json Target::toJson() const {
   j["op_cases"] = opCases;
   j["max_elements"] = maxElements;
   j["specials"] = specials;
+  j["layout_palette"] = layoutPalette;
+  j["palette_seed"] = paletteSeed;
   j["gates"] = gates ? flagprop::toJson(*gates) : nlohmann::json("generated");
   return j;
 }
@@ -255,6 +257,8 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
   };
   if (j.contains("op_cases")) t.opCases = static_cast<int>(intField("op_cases", 1, 100000));
   if (j.contains("max_elements")) t.maxElements = intField("max_elements", 1, 1LL << 40);
+  if (j.contains("layout_palette")) t.layoutPalette = static_cast<int>(intField("layout_palette", 0, 4096));
+  if (j.contains("palette_seed")) t.paletteSeed = static_cast<uint64_t>(intField("palette_seed", 0, 1LL << 62));
   if (j.contains("specials")) {
     if (!j.at("specials").is_boolean()) throw ManifestError(origin + ": specials must be true or false");
     t.specials = j.at("specials").get<bool>();

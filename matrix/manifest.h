@@ -59,6 +59,8 @@ struct Target {
   int opCases = 50;                    ///< RapidCheck maxSuccess per op and dtype (P5, P6)
   int64_t maxElements = 1 << 17;       ///< memory cap: elements per generated tensor and storage
   bool specials = true;                ///< generate nan, +-inf, -0.0 and subnormal inputs
+  int layoutPalette = 0;               ///< P5 / P6 specialization reuse (LayoutLimits::palette); 0 = off
+  uint64_t paletteSeed = 0;            ///< seed of that palette
 
   /// Whether `g` opens the installer's gates (build in gateBuilds and routes).
   bool gatesOpen(const Gates& g) const;

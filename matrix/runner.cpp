@@ -134,9 +134,11 @@ int runTarget(const std::string& manifest, const std::string& outPath, const std
       std::cout << "[" << name << "] error: " << e.what() << std::endl;
       return 1;
     }
-    for (const char* id : {"P5", "P6"}) {
-      if (std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
-      for (const auto& [entry, dtype] : opRuns(session->target())) {
+    // P5 then P6 for each op and dtype, so a run cut short by its time
+    // limit keeps both properties of the ops it finished.
+    for (const auto& [entry, dtype] : opRuns(session->target())) {
+      for (const char* id : {"P5", "P6"}) {
+        if (std::find(wanted.begin(), wanted.end(), id) == wanted.end()) continue;
         if (!selected(opts.properties, id, entry->name, dtype) || !listed(opts.ops, entry->name) ||
             !listed(opts.dtypes, dtype))
           continue;

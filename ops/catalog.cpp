@@ -334,14 +334,34 @@ const OpEntry* findOp(const std::string& name) {
   return nullptr;
 }
 
-rc::Gen<OpCase> opCase(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
+std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
+  std::vector<OpCall> out;
+  uint64_t seed = lim.paletteSeed ^ 0x9E3779B97F4A7C15ull;
+  for (char ch : entry.name + "/" + dtype) seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ull;  // FNV-1a
+  rc::Random random(seed);
+  const auto g = entry.sample(dtype, lim);
+  for (int i = 0; i < lim.palette; ++i) out.push_back(g(random.split(), rc::kNominalSize).value());
+  return out;
+}
+
+rc::Gen<OpCase> opCase(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
+                       std::shared_ptr<const std::vector<OpCall>> palette) {
   const OpEntry* e = &entry;
-  return rc::gen::exec([e, dtype, lim]() {
+  rc::Gen<OpCall> call = e->sample(dtype, lim);
+  if (palette && !palette->empty()) {
+    auto fromPalette = rc::gen::exec([palette]() {
+      OpCall c = (*palette)[*gen::uniform(rc::gen::inRange<size_t>(0, palette->size()))];
+      for (auto& t : c.tensors) t.seed = *gen::uniform(rc::gen::inRange<uint64_t>(0, 1u << 20));
+      return c;
+    });
+    call = rc::gen::weightedOneOf<OpCall>({{15, fromPalette}, {1, call}});
+  }
+  return rc::gen::exec([e, dtype, call]() {
     OpCase c;
     c.op = e->name;
     c.dtype = dtype;
     const int n = *gen::weighted<int>({{3, 1}, {2, 2}, {1, 3}});
-    for (int i = 0; i < n; ++i) c.calls.push_back(*e->sample(dtype, lim));
+    for (int i = 0; i < n; ++i) c.calls.push_back(*call);
     return c;
   });
 }

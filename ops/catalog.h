@@ -7,6 +7,7 @@
 #include "generators/layouts.h"
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,17 @@ const std::vector<OpEntry>& catalog();
 /// The entry called `name`, or nullptr.
 const OpEntry* findOp(const std::string& name);
 
+/// The fixed palette of `lim.palette` calls for `entry` in `dtype` (see
+/// LayoutLimits::palette): a function of lim.paletteSeed, the op and the
+/// dtype only, so that a reproduce string replays against the same palette
+/// and Triton's on-disk cache is reused from run to run.
+std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim);
+
 /// Generator of P5 / P6 cases for `entry` in `dtype`: 1..3 calls (weighted
-/// toward 1), each from entry.sample.
-rc::Gen<OpCase> opCase(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim);
+/// toward 1), each from entry.sample, or (when `palette` is not empty) 15 of
+/// 16 from the palette with fresh value seeds.
+rc::Gen<OpCase> opCase(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
+                       std::shared_ptr<const std::vector<OpCall>> palette = nullptr);
 
 /// DESIGN.md's seed case: native_layer_norm on a float32 [101, 3, 320] input
 /// with strides [320, 32320, 1], normalized_shape [320], weight and bias,

@@ -45,10 +45,13 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
   gen::LayoutLimits lim;
   lim.maxElements = t.maxElements;
   lim.specials = t.specials;
+  lim.palette = t.layoutPalette;
+  lim.paletteSeed = t.paletteSeed;
+  const auto palette = std::make_shared<const std::vector<OpCall>>(buildPalette(entry, dtype, lim));
   FailureRecord last;
   OpStats stats;
   auto body = [&]() {
-    const OpCase c = *opCase(entry, dtype, lim);
+    const OpCase c = *opCase(entry, dtype, lim, palette);
     const json obs = guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
     stats.add(obs);
     if (obs.contains("discard")) RC_DISCARD(obs.at("discard").get<std::string>());

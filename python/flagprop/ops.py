@@ -162,14 +162,13 @@ class Runner:
     target's installer once. The caller's sandbox undoes all of it."""
 
     def __init__(self, target, op, gates):
-        from . import mocks, observe, session
+        from . import observe, session
 
         self.target = target
         self.gates = gates
         self._session = session
         self._observe = observe
-        if target["flag_gems"]["kind"] == "mock":
-            mocks.install({})
+        session.prepare_flag_gems(target, {})  # the mocks, or the real FlagGems (+ supplied helper)
         self.before = None if target["installer"]["mode"] == "none" else observe.snapshot()
         self.fn = op_callable(target, op)
 

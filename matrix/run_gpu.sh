@@ -12,6 +12,7 @@
 #   ops-smoke     P5/P6 on FlagGems' kernels, 5 cases per op and dtype
 #   ops           P5/P6 on FlagGems' kernels, the manifest's 200 cases per op and dtype
 #   ops-torch-fl  P5/P6 with Torch-FL's installer active (helper supplied) and inactive (R5)
+#   args          flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR [MODE...]}
 shift
@@ -67,6 +68,7 @@ for MODE in $MODES; do
       ;;
     ops-smoke) run_ops ops-smoke --manifest matrix/targets/h200-flaggems-ops.json --cases 5 ;;
     ops) run_ops ops --manifest matrix/targets/h200-flaggems-ops.json ;;
+    args) run_ops args $FLAGPROP_ARGS ;;  # FLAGPROP_ARGS: any flagprop run arguments
     ops-torch-fl) run_ops ops-torch-fl --manifest matrix/targets/h200-flaggems-ops-torch-fl.json \
                     --manifest matrix/targets/h200-flaggems-ops-torch-fl-r5.json ;;
     *) echo "unknown mode $MODE"; exit 2 ;;

@@ -37,6 +37,14 @@ struct OpStats {
   }
 };
 
+// Whether a message says the device context is gone for this process.
+bool deviceLostText(const std::string& s) {
+  for (const char* k : {"illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
+                        "device-side assert", "unspecified launch failure"})
+    if (s.find(k) != std::string::npos) return true;
+  return false;
+}
+
 PropertyOutcome runOpProperty(const char* id, const char* title, const char* findings, TargetSession& session,
                               const RunOptions& optsIn, const OpEntry& entry, const std::string& dtype) {
   const Target& t = session.target();
@@ -48,11 +56,44 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
   lim.palette = t.layoutPalette;
   lim.paletteSeed = t.paletteSeed;
   const auto palette = std::make_shared<const std::vector<OpCall>>(buildPalette(entry, dtype, lim));
+  const std::string key = std::string(id) + "/" + entry.name + "/" + dtype;
+  if (!session.deviceLost.empty()) {
+    PropertyOutcome out;
+    out.property = id;
+    out.title = title;
+    out.op = entry.name;
+    out.dtype = dtype;
+    out.status = "error";
+    out.reason = "not run: " + session.deviceLost + "; rerun it alone with --op " + entry.name;
+    return out;
+  }
   FailureRecord last;
   OpStats stats;
+  bool lostHere = false;
   auto body = [&]() {
+    // Once the device context is lost every later case fails the same way:
+    // keep the case that lost it as the counterexample instead of shrinking.
+    if (lostHere) RC_FAIL(session.deviceLost);
     const OpCase c = *opCase(entry, dtype, lim, palette);
-    const json obs = guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
+    json obs;
+    try {
+      obs = guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
+    } catch (...) {
+      if (deviceLostText(last.why)) {
+        lostHere = true;
+        session.deviceLost = "the device context was lost during " + key + " (" + last.why + ")";
+        last.why = "the device context was lost while running this case (unshrunk): " + last.why;
+      }
+      throw;
+    }
+    for (const char* k : {"numerics", "aliasing"})
+      for (const auto& f : obs.at(k))
+        if (!lostHere && deviceLostText(f.get<std::string>())) {
+          lostHere = true;
+          session.deviceLost = "the device context was lost during " + key + " (" + f.get<std::string>() + ")";
+          last = {toJson(c), obs, "the device context was lost while running this case (unshrunk): " + f.get<std::string>(), "op"};
+        }
+    if (lostHere) RC_FAIL(last.why);
     stats.add(obs);
     if (obs.contains("discard")) RC_DISCARD(obs.at("discard").get<std::string>());
     const std::string pvu = obs.value("patched_vs_unpatched", "");
@@ -65,8 +106,8 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
       RC_FAIL(why);
     }
   };
-  const std::string key = std::string(id) + "/" + entry.name + "/" + dtype;
   PropertyOutcome out = runProperty(key, title, session, opts, body, last, "");
+  if (lostHere && out.status == "error") out.status = "fail";  // a crash of the op under test is a finding
   out.property = id;
   out.op = entry.name;
   out.dtype = dtype;

@@ -51,6 +51,12 @@ class TargetSession {
   /// launch_case in a sandbox.
   json launchCase(const LaunchCase& c, const Gates& gates);
 
+  /// Set once a case left the device unusable for this process (a sticky
+  /// CUDA / HIP error such as an illegal memory access): what happened and
+  /// in which run. Later P5 / P6 runs of the target report `error` with it
+  /// instead of running.
+  std::string deviceLost;
+
  private:
   Target target_;
   py::object targetDict_;  // a null handle until the interpreter is up (a py::dict member would allocate earlier)
@@ -93,6 +99,9 @@ json guarded(FailureRecord& last, const json& caseJson, const char* kind, F&& f)
     return f();
   } catch (const py::error_already_set& e) {
     last = {caseJson, {{"harness_error", e.what()}}, "harness error: " + describe(e), kind};
+  } catch (const std::exception& e) {  // e.g. c10::Error from a device copy
+    const std::string what = e.what();
+    last = {caseJson, {{"harness_error", what}}, "harness error: " + what.substr(0, what.find('\n')), kind};
   }
   RC_FAIL(last.why);
 }

@@ -1,12 +1,22 @@
-// Benchmark (not a test): cases per second for P1-P4 on the CPU mocks, and
-// the harness's own cost per case in µs (sandbox + mock build + installer
-// load, without RapidCheck and without the property's checks).
+// Benchmark (not a test).
+//   flagprop_bench [CASES] [OPS_MANIFEST]
+// 1. Cases per second for P1-P4 on the CPU mocks, and the harness's own cost
+//    per case in µs (sandbox + mock build + installer load, without
+//    RapidCheck and without the property's checks).
+// 2. P5 per catalog op and dtype on OPS_MANIFEST (default: stock ATen on the
+//    CPU, fixtures/targets/aten-cpu.json; on a GPU host e.g.
+//    matrix/targets/h200-flaggems-ops.json): cases per second, the share of
+//    time in the CPU reference, in the op under test and in the harness, and
+//    Triton compilations per 100 cases.
 #include "core/sandbox.h"
+#include "ops/catalog.h"
+#include "ops/op_run.h"
 #include "suites/property.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 
 using namespace flagprop;
 
@@ -45,5 +55,28 @@ int main(int argc, char** argv) {
   const double harnessUs = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
   std::printf("harness: sandbox %.1f us/case; sandbox + mock build + installer load %.1f us/case\n", sandboxUs,
               harnessUs);
+
+  const std::string opsManifest = argc > 2 ? argv[2] : fixturesDir() + "/targets/aten-cpu.json";
+  TargetSession ops(loadTarget(opsManifest));
+  setupOps(ops);
+  std::printf("\nP5 numerics, %d cases per op and dtype, target %s on %s\n", cases, ops.target().name.c_str(),
+              ops.target().device.c_str());
+  std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s\n", "op", "dtype", "cases/s", "us/case", "reference",
+              "device op", "harness", "compiles/100", "status");
+  for (const auto& [entry, dtype] : opRuns(ops.target())) {
+    RunOptions o;
+    o.cases = cases;
+    o.seed = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const PropertyOutcome r = runP5(ops, o, *entry, dtype);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const json st = r.observations.value("stats", json::object());
+    const json sh = st.value("share", json::object());
+    const int executed = st.value("cases_executed", 0);
+    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s\n", entry->name.c_str(), dtype.c_str(),
+                executed / sec, 1e6 * sec / std::max(executed, 1), 100 * sh.value("reference", 0.0),
+                100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
+                st.value("compilations_per_100_cases", 0.0), r.status.c_str());
+  }
   return 0;
 }

@@ -92,6 +92,7 @@ std::string compareClose(const at::Tensor& actual, const at::Tensor& expected, c
   if (actual.sizes() != expected.sizes())
     return "shape " + str(actual.sizes()) + ", expected " + str(expected.sizes());
   if (actual.numel() == 0) return "";
+  if (actual.scalar_type() == expected.scalar_type() && sameBits(actual, expected)) return "";  // the common case
   const at::Tensor a = actual.to(at::kDouble).reshape({-1});
   const at::Tensor e = expected.to(at::kDouble).reshape({-1});
   const at::Tensor an = a.isnan(), en = e.isnan();

@@ -174,7 +174,9 @@ std::string renderMarkdown(const json& report) {
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
-    md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
+    bool installerResults = false;
+    for (const auto& r : t.at("results")) installerResults |= !r.contains("op");
+    if (installerResults) md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
     for (const auto& r : t.at("results")) {
       if (r.contains("op")) continue;
       md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatus(t, r) << " | "

@@ -301,10 +301,20 @@ int runMatrix(const CliOptions& optsIn, const std::string& selfExe, const std::v
   runInfo["manifests"] = manifestList;
   runInfo["python"] = FLAGPROP_PYTHON_EXE;
   const json report = mergeReport(targets, runInfo);
+  size_t results = 0, errors = 0;
+  for (const auto& t : targets) {
+    results += t.value("results", json::array()).size();
+    errors += t.value("status", "") != "ok";
+  }
   writeText((fs::path(reportDir) / "report.json").string(), report.dump(2));
   writeText((fs::path(reportDir) / "report.md").string(), renderMarkdown(report));
   printSummary(report, std::cout);
   std::cout << "report: " << reportDir << "/report.json (and report.md, junit/, reproducers/)" << std::endl;
+  if (results == 0 && errors == 0) {
+    std::cout << "flagprop: nothing ran: --property / --op / --dtype select no run of any target's properties, "
+                 "catalog and dtypes" << std::endl;
+    return 2;
+  }
   return report.at("summary").at("unexpected").empty() ? 0 : 1;
 }
 

@@ -1,6 +1,6 @@
 // The op catalog (see catalog.h). Tolerance figures are FlagGems' own (its
-// tests/accuracy_utils.py: RESOLUTION per dtype as rtol, atol 1e-4, scaled by
-// the number of reduced elements for sums).
+// tests/accuracy_utils.py: RESOLUTION per dtype as rtol, atol 1e-4), except
+// for sums, whose atol grows with the square root of the reduced count.
 #include "ops/catalog.h"
 
 #include "generators/choice.h"
@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace flagprop {
 
@@ -259,7 +260,10 @@ std::vector<OpEntry> buildCatalog() {
     };
     e.tolerance = [](const std::string& dtype, const std::string& outDtype, size_t, const OpCall& c) {
       if (!isFloat(outDtype)) return Tolerance{0.0, 0.0};
-      return Tolerance{resolution(dtype), 1e-4 * static_cast<double>(reducedCount(c))};
+      // Rounding errors of a float32 accumulation grow like sqrt(n) for N(0, 1)
+      // inputs; a bound linear in n (FlagGems' own test bound) would hide a
+      // dropped element of a large reduction.
+      return Tolerance{resolution(dtype), 1e-4 * std::sqrt(static_cast<double>(reducedCount(c)))};
     };
     cat.push_back(e);
   }

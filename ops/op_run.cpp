@@ -282,22 +282,52 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
   auto& aliasing = obs["aliasing"];
   bool differ = false;
   const Pass& judged = active ? patched : unpatched;
-  const std::string path = active ? "patched" : "unpatched";
 
+  int raisedCalls = 0;  // calls whose outputs P6 could not check
   auto judgePass = [&](const Pass& pass, const std::string& which) {
-    const std::string tag = active ? " (" + which + ")" : "";
+    const std::string tag = active ? " (" + which + ")" : "";  // only one path ran otherwise
     for (size_t k = 0; k < pass.calls.size(); ++k) {
       const auto& call = pass.calls[k];
       const Expected& ex = expected[k];
       const std::string where = "call " + std::to_string(k) + tag;
+      // P6: inputs unchanged (also when the op raised: it may have written first).
+      for (size_t j = 0; j < call.inputs.size(); ++j) {
+        const auto& s = call.inputs[j];
+        const std::string in = where + ": input " + std::to_string(j);
+        if (s.tensor.sizes().vec() != s.sizes || s.tensor.strides().vec() != s.strides ||
+            s.tensor.storage_offset() != s.offset)
+          aliasing.push_back(in + " metadata changed: sizes " + str(s.sizes) + " -> " + str(s.tensor.sizes()) +
+                             ", strides " + str(s.strides) + " -> " + str(s.tensor.strides()) + ", storage offset " +
+                             std::to_string(s.offset) + " -> " + std::to_string(s.tensor.storage_offset()));
+        if (static_cast<int64_t>(s.tensor._version()) != s.version)
+          aliasing.push_back(in + " version counter " + std::to_string(s.version) + " -> " +
+                             std::to_string(s.tensor._version()) + " (written in place)");
+        const at::Tensor now = storageOf(s.tensor);
+        const int64_t before = s.storage.defined() ? s.storage.numel() : 0, after = now.defined() ? now.numel() : 0;
+        if (before != after) {
+          aliasing.push_back(in + " storage resized from " + std::to_string(before) + " to " + std::to_string(after) +
+                             " elements");
+        } else if (s.storage.defined()) {
+          const at::Tensor nowCpu = now.to(at::kCPU, false, true);
+          if (!sameBits(s.storage, nowCpu)) {
+            const int64_t at0 = bits(s.storage).ne(bits(nowCpu)).nonzero().index({0, 0}).item<int64_t>();
+            aliasing.push_back(in + " values changed: storage element " + std::to_string(at0) + " was " +
+                               num(s.storage[at0].to(at::kDouble).item<double>()) + ", now " +
+                               num(nowCpu[at0].to(at::kDouble).item<double>()));
+          }
+        }
+      }
       if (!call.error.empty()) {
         numerics.push_back(where + ": the op raised " + call.error + "; CPU ATen returns " +
                            std::to_string(ex.dtypes.size()) + " output(s)");
+        ++raisedCalls;
         continue;
       }
       if (call.outputs.size() != ex.dtypes.size()) {
-        aliasing.push_back(where + ": " + std::to_string(call.outputs.size()) + " output(s), ATen gives " +
-                           std::to_string(ex.dtypes.size()));
+        const std::string f = where + ": " + std::to_string(call.outputs.size()) + " output(s), ATen gives " +
+                              std::to_string(ex.dtypes.size());
+        aliasing.push_back(f);
+        numerics.push_back(f);
         continue;
       }
       // P6: metadata.
@@ -327,27 +357,6 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
               aliasing.push_back(out + " shares storage with output " + std::to_string(j) + " of call " +
                                  std::to_string(kk));
       }
-      // P6: inputs unchanged.
-      for (size_t j = 0; j < call.inputs.size(); ++j) {
-        const auto& s = call.inputs[j];
-        const std::string in = where + ": input " + std::to_string(j);
-        if (s.tensor.sizes().vec() != s.sizes || s.tensor.strides().vec() != s.strides ||
-            s.tensor.storage_offset() != s.offset)
-          aliasing.push_back(in + " metadata changed: sizes " + str(s.sizes) + " -> " + str(s.tensor.sizes()) +
-                             ", strides " + str(s.strides) + " -> " + str(s.tensor.strides()) + ", storage offset " +
-                             std::to_string(s.offset) + " -> " + std::to_string(s.tensor.storage_offset()));
-        if (static_cast<int64_t>(s.tensor._version()) != s.version)
-          aliasing.push_back(in + " version counter " + std::to_string(s.version) + " -> " +
-                             std::to_string(s.tensor._version()) + " (written in place)");
-        const at::Tensor now = storageOf(s.tensor);
-        if (s.storage.defined() && !sameBits(s.storage, now.to(at::kCPU, false, true))) {
-          const at::Tensor changed = bits(s.storage).ne(bits(now.to(at::kCPU)));
-          const int64_t at0 = changed.nonzero().index({0, 0}).item<int64_t>();
-          aliasing.push_back(in + " values changed: storage element " + std::to_string(at0) + " was " +
-                             num(s.storage[at0].to(at::kDouble).item<double>()) + ", now " +
-                             num(now.to(at::kCPU)[at0].to(at::kDouble).item<double>()));
-        }
-      }
       // P5: values against the reference, as they were right after the call.
       for (size_t i = 0; i < call.snapshots.size() && i < ex.values.size(); ++i) {
         const Tolerance tol = entry.tolerance(c.dtype, ex.dtypes[i], i, c.calls[k]);
@@ -363,7 +372,10 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
                              " was changed by a later call");
   };
 
-  judgePass(judged, path);
+  // Both paths are judged: a fault on the unpatched path is as real as one
+  // on the patched path.
+  if (active) judgePass(unpatched, "unpatched");
+  judgePass(active ? patched : unpatched, active ? "patched" : "unpatched");
   if (active) {
     // Bitwise patched vs unpatched.
     for (size_t k = 0; k < c.calls.size(); ++k) {
@@ -375,6 +387,11 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
         numerics.push_back(where + ": unpatched " + (u.error.empty() ? "returned" : "raised " + u.error) +
                            ", patched " + (p.error.empty() ? "returned" : "raised " + p.error));
         continue;
+      }
+      if (u.snapshots.size() != p.snapshots.size()) {
+        differ = true;
+        numerics.push_back(where + ": patched returned " + std::to_string(p.snapshots.size()) + " output(s), unpatched " +
+                           std::to_string(u.snapshots.size()));
       }
       for (size_t i = 0; i < std::min(u.snapshots.size(), p.snapshots.size()); ++i) {
         if (sameBits(u.snapshots[i], p.snapshots[i])) continue;
@@ -407,6 +424,7 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
     obs["calls"].push_back(cj);
   }
   obs["compilations"] = ops.attr("compile_count")().cast<int>() - compiles0;
+  obs["calls_raised"] = raisedCalls;
   obs["time_us"] = {{"reference", referenceUs},
                     {"device", unpatched.deviceUs + patched.deviceUs},
                     {"total", usSince(t0)}};

@@ -110,11 +110,12 @@ void opTable(std::ostringstream& md, const json& t) {
   for (const auto& r : t.at("results"))
     if (r.contains("op")) rows[{r.value("op", ""), r.value("dtype", "")}][r.value("property", "")] = r;
   if (rows.empty()) return;
-  md << "| op | dtype | P5 numerics | P6 aliasing | cases | compilations / 100 cases | reference / device op / harness |\n"
-     << "|---|---|---|---|---|---|---|\n";
+  md << "| op | dtype | P5 numerics | P6 aliasing | cases (P5 / P6) | fast path (P5 cases) | compilations / 100 cases | "
+        "reference / device op / harness |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
   for (const auto& [key, props] : rows) {
     md << "| " << key.first << " | " << key.second;
-    int cases = 0;
+    std::string cases, fastPath = "-";
     json stats;
     for (const char* p : {"P5", "P6"}) {
       auto it = props.find(p);
@@ -125,11 +126,23 @@ void opTable(std::ostringstream& md, const json& t) {
       const json& r = it->second;
       md << " | **" << r.value("status", "") << "**";
       if (!resultExpected(t, r)) md << " (expected " << expectedStatus(t, r) << ")";
-      cases += r.value("cases_run", 0);
-      if (stats.is_null() && r.contains("observations") && r.at("observations").contains("stats"))
-        stats = r.at("observations").at("stats");
+      cases += (cases.empty() ? "" : " / ") + std::to_string(r.value("cases_run", 0));
+      const json o = r.value("observations", json::object());
+      if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
+      if (std::string(p) == "P5") {
+        // Whether patched and unpatched were compared: the classes of the
+        // cases that held, or the failing case's own.
+        if (o.contains("distribution")) {
+          fastPath.clear();
+          for (auto it = o.at("distribution").begin(); it != o.at("distribution").end(); ++it)
+            fastPath += (fastPath.empty() ? "" : "; ") + it.key() + " " + it.value().dump();
+        } else if (o.contains("fast_path")) {
+          fastPath = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
+        }
+      }
     }
-    md << " | " << cases;
+    if (props.size() < 2) cases += " / -";
+    md << " | " << cases << " | " << cell(fastPath, 80);
     if (stats.is_null()) {
       md << " | - | - |\n";
       continue;

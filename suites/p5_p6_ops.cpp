@@ -97,7 +97,8 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
     stats.add(obs);
     if (obs.contains("discard")) RC_DISCARD(obs.at("discard").get<std::string>());
     const std::string pvu = obs.value("patched_vs_unpatched", "");
-    RC_TAG(obs.value("fast_path", "?") + (pvu == "equal" ? ", patched == unpatched" : ""));
+    RC_TAG(obs.value("fast_path", "?") + (pvu == "equal" ? ", patched == unpatched" : "") +
+           (obs.value("calls_raised", 0) ? ", the op raised (outputs unchecked)" : ""));
     const json& f = obs.at(findings);
     if (!f.empty()) {
       std::string why = f.at(0).get<std::string>();

@@ -87,6 +87,23 @@ int main(int argc, char** argv) {
         std::cerr << "flagprop: --property must be P1 .. P6 (or P5/OP, P5/OP/DTYPE), not '" << p << "'\n";
         return 2;
       }
+      if (head == "P5" || head == "P6") {  // P5/op/dtype as a reproduce string names it
+        const auto a1 = p.find('/');
+        const auto a2 = a1 == std::string::npos ? std::string::npos : p.find('/', a1 + 1);
+        const std::string op = a1 == std::string::npos ? "" : p.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
+        const std::string dt = a2 == std::string::npos ? "" : p.substr(a2 + 1);
+        if (a1 != std::string::npos && !flagprop::findOp(op)) {
+          std::cerr << "flagprop: --property " << p << ": no catalog op '" << op << "'\n";
+          return 2;
+        }
+        if (!dt.empty() && dt != "float32" && dt != "float16" && dt != "bfloat16" && dt != "int32") {
+          std::cerr << "flagprop: --property " << p << ": no dtype '" << dt << "' (float32, float16, bfloat16, int32)\n";
+          return 2;
+        }
+      } else if (p != head) {
+        std::cerr << "flagprop: --property " << p << ": only P5 and P6 take /OP or /OP/DTYPE\n";
+        return 2;
+      }
       opts.properties.push_back(p);
     } else if (a == "--op") {
       std::string p = value("a catalog op name");

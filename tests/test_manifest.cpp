@@ -95,7 +95,7 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaising) {
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 17u);
+  ASSERT_EQ(paths.size(), 18u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

@@ -170,6 +170,13 @@ TEST(OpTeeth, P5FindsTheRareLayoutWhereAnOpIsOneUlpOff) {
   EXPECT_TRUE(rare) << o.counterexample.dump();
 }
 
+TEST(OpTeeth, P6JudgesTheUnpatchedPathTooWhenTheFastPathIsOn) {
+  const auto o = runOp("ops-stock-path-writes-input", "P6", "silu", "float32");
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_EQ(o.observations.at("fast_path"), "active");
+  EXPECT_NE(o.reason.find("(unpatched): input 0"), std::string::npos) << o.reason;
+}
+
 TEST(OpTeeth, P5CatchesAnOpIgnoringTheStorageOffset) {
   EXPECT_EQ(runOp("ops-ignores-offset", "P6", "tanh", "bfloat16").status, "pass");
   const auto o = runOp("ops-ignores-offset", "P5", "tanh", "bfloat16");

@@ -114,6 +114,28 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
   const auto schema = field(j, "schema", origin, vt::string, "schema").get<std::string>();
   if (schema != "flagprop.target/1")
     throw ManifestError(origin + ": schema is '" + schema + "', expected 'flagprop.target/1'");
+  // A misspelt field would otherwise be ignored silently (and its default used).
+  auto known = [&](const nlohmann::json& obj, std::initializer_list<const char*> keys, const std::string& where) {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool ok = false;
+      for (const char* k : keys) ok |= it.key() == k;
+      if (!ok) {
+        std::string list;
+        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+        throw ManifestError(origin + ": unknown field '" + where + it.key() + "' (known: " + list + ")");
+      }
+    }
+  };
+  known(j, {"schema", "name", "description", "device", "installer", "flag_gems", "gates", "gate_builds", "properties",
+            "cases", "expect", "reports_once", "labels", "ops", "catalog", "dtypes", "op_cases", "max_elements",
+            "specials", "layout_palette", "palette_seed"},
+        "");
+  if (j.contains("installer") && j.at("installer").is_object())
+    known(j.at("installer"), {"mode", "module", "function", "path", "sha256", "globals", "python_path"}, "installer.");
+  if (j.contains("flag_gems") && j.at("flag_gems").is_object())
+    known(j.at("flag_gems"), {"kind", "path", "libentry_sha256", "supply_helper"}, "flag_gems.");
+  if (j.contains("ops") && j.at("ops").is_object())
+    known(j.at("ops"), {"kind", "path", "sha256", "globals", "enable"}, "ops.");
   Target t;
   t.manifestPath = origin;
   t.name = field(j, "name", origin, vt::string, "name").get<std::string>();
@@ -276,6 +298,14 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
       const std::string head = k.substr(0, k.find('/'));
       if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6")
         throw ManifestError(origin + ": expect may name P1..P6 (P5 and P6 also as P5/op or P5/op/dtype); got '" + k + "'");
+      if (k != head) {
+        const auto a1 = k.find('/'), a2 = k.find('/', a1 + 1);
+        const std::string op = k.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
+        const std::string dt = a2 == std::string::npos ? "" : k.substr(a2 + 1);
+        if ((head != "P5" && head != "P6") || !findOp(op) ||
+            (a2 != std::string::npos && dt != "float32" && dt != "float16" && dt != "bfloat16" && dt != "int32"))
+          throw ManifestError(origin + ": expect key '" + k + "' names no P5 / P6 run (P5/op or P5/op/dtype with a catalog op and a dtype)");
+      }
       const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
       if (v != "pass" && v != "fail" && v != "skip" && v != "error")
         throw ManifestError(origin + ": expect." + k + " must be pass, fail, skip or error; got " + it.value().dump());

@@ -364,8 +364,15 @@ rc::Gen<OpCase> opCase(const OpEntry& entry, const std::string& dtype, const gen
     OpCase c;
     c.op = e->name;
     c.dtype = dtype;
+    // Up to three calls, each kept by a flag that shrinks toward "dropped",
+    // so that shrinking can remove any call, not only the last ones.
     const int n = *gen::weighted<int>({{3, 1}, {2, 2}, {1, 3}});
-    for (int i = 0; i < n; ++i) c.calls.push_back(*call);
+    std::vector<OpCall> calls;
+    for (int i = 0; i < n; ++i) {
+      OpCall k = *call;
+      if (i + 1 == n || *gen::weighted<bool>({{1, false}, {6, true}})) calls.push_back(std::move(k));
+    }
+    c.calls = std::move(calls);
     return c;
   });
 }

@@ -204,6 +204,20 @@ TEST(OpTeeth, P5ComparesPatchedWithUnpatchedBitwise) {
       << all;
 }
 
+TEST(OpTeeth, ALostDeviceKeepsTheCaseUnshrunkAndStopsLaterRuns) {
+  const auto first = runOp("ops-device-lost", "P5", "tanh", "float32", 200);
+  ASSERT_EQ(first.status, "fail") << first.reason;
+  EXPECT_NE(first.reason.find("device context was lost while running this case (unshrunk)"), std::string::npos)
+      << first.reason;
+  int64_t numel = 1;
+  for (const auto& s : first.counterexample.at("calls").back().at("tensors").at(0).at("shape")) numel *= s.get<int64_t>();
+  EXPECT_GT(numel, 100) << "the case in flight, not a shrunk one";
+  const auto later = runOp("ops-device-lost", "P6", "tanh", "float16");
+  EXPECT_EQ(later.status, "error");
+  EXPECT_NE(later.reason.find("not run: the device context was lost during P5/tanh/float32"), std::string::npos)
+      << later.reason;
+}
+
 TEST(OpTeeth, P5SaysSoWhenTheFastPathIsInactive) {
   OpCase c;
   c.op = "tanh";

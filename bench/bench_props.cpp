@@ -55,6 +55,19 @@ int main(int argc, char** argv) {
   const double harnessUs = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
   std::printf("harness: sandbox %.1f us/case; sandbox + mock build + installer load %.1f us/case\n", sandboxUs,
               harnessUs);
+  // The sandbox's cost grows with the watched modules loaded: with
+  // FLAGPROP_BENCH_IMPORT=pkg (e.g. flag_gems on a GPU host) it is measured
+  // again after importing pkg.
+  if (const char* extra = std::getenv("FLAGPROP_BENCH_IMPORT")) {
+    py::module_::import(extra);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < cases; ++i) {
+      Sandbox sb;
+    }
+    std::printf("harness: sandbox %.1f us/case with %s imported (%zu modules loaded)\n",
+                1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / cases, extra,
+                py::len(py::module_::import("sys").attr("modules")));
+  }
 
   const std::string opsManifest = argc > 2 ? argv[2] : fixturesDir() + "/targets/aten-cpu.json";
   TargetSession ops(loadTarget(opsManifest));

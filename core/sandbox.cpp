@@ -1,5 +1,7 @@
 #include "core/sandbox.h"
 
+#include <unordered_set>
+
 #include <string_view>
 
 namespace flagprop {
@@ -35,7 +37,23 @@ std::string_view view(py::handle key);
 
 // Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
 // only the keys that differ.
+// Whether dict `d` holds exactly the items of `snap` (same key set, identical
+// value objects): one pass of the C API, the common case of a module or class
+// the case did not touch.
+bool sameItems(PyObject* d, PyObject* snap) {
+  if (!d || PyDict_Size(d) != PyDict_Size(snap)) return false;
+  Py_ssize_t pos = 0;
+  PyObject *k = nullptr, *v = nullptr;
+  while (PyDict_Next(snap, &pos, &k, &v))
+    if (PyDict_GetItem(d, k) != v) return false;
+  return true;
+}
+
+// The real dict behind a class's __dict__ mapping proxy.
+PyObject* typeDict(py::handle cls) { return reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_dict; }
+
 void restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
+  if (sameItems(target.ptr(), snap.ptr())) return;
   std::vector<py::object> extra;
   for (auto item : target)
     if (!snap.contains(item.first) && !(keepUnlessWatched && !watched(view(item.first), *keepUnlessWatched)))
@@ -48,6 +66,7 @@ void restoreDict(py::dict target, py::dict snap, const std::vector<std::string>*
 }
 
 void restoreClass(py::handle cls, py::dict snap) {
+  if (sameItems(typeDict(cls), snap.ptr())) return;
   py::dict now = py::dict(cls.attr("__dict__"));
   for (auto item : now) {
     std::string k = py::str(item.first);
@@ -100,6 +119,9 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   impl_->modules = copyDict(mods);
   py::module_ builtins = py::module_::import("builtins");
   py::object typeType = builtins.attr("type");
+  // A class is snapshotted once, however many modules import it (FlagGems'
+  // op modules all import LibEntry and friends).
+  std::unordered_set<PyObject*> seenClasses;
   for (auto item : mods) {
     const std::string_view name = view(item.first);
     if (!watched(name, roots)) continue;
@@ -112,12 +134,16 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
       if (!tensor.is_none()) impl_->classes.emplace_back(tensor, py::dict(tensor.attr("__dict__")));
     }
     if (watchedExactly(name)) continue;
-    for (auto kv : md) {
-      if (!PyType_Check(kv.second.ptr())) continue;
-      py::object cmod = py::getattr(kv.second, "__module__", py::none());
+    Py_ssize_t pos = 0;
+    PyObject *key = nullptr, *value = nullptr;
+    while (PyDict_Next(md.ptr(), &pos, &key, &value)) {
+      if (!PyType_Check(value) || !seenClasses.insert(value).second) continue;
+      py::handle cls(value);
+      py::object cmod = py::getattr(cls, "__module__", py::none());
       if (cmod.is_none() || !watched(view(cmod), roots)) continue;
-      impl_->classes.emplace_back(py::reinterpret_borrow<py::object>(kv.second),
-                                  py::dict(kv.second.attr("__dict__")));
+      PyObject* td = typeDict(cls);
+      impl_->classes.emplace_back(py::reinterpret_borrow<py::object>(cls),
+                                  td ? copyDict(td) : py::dict(cls.attr("__dict__")));
     }
   }
   impl_->path = copyList(sys.attr("path"));

@@ -21,6 +21,10 @@ bool TensorLayout::contiguous() const {
 
 int64_t TensorLayout::numel() const { return numelOf(shape); }
 
+bool floatingDtype(const std::string& d) {
+  return d == "float32" || d == "float16" || d == "bfloat16" || d == "float64";
+}
+
 int64_t numelOf(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (auto s : shape) n *= s;
@@ -117,7 +121,6 @@ const std::vector<int64_t>& pool() {
   static const std::vector<int64_t> p = {0, 1, 2, 3, 4, 5, 8, 16, 17, 32, 64, 101, 128, 320};
   return p;
 }
-bool isFloat(const std::string& dtype) { return dtype == "float32" || dtype == "float16" || dtype == "bfloat16"; }
 }  // namespace
 
 rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits& lim) {
@@ -178,7 +181,7 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, co
     for (const auto& s : how) h += (h.empty() ? "" : "+") + s;
     t.how = h.empty() ? "contiguous" : h;
     t.seed = *uniform(rc::gen::inRange<uint64_t>(0, 1u << 20));
-    if (isFloat(dtype)) {
+    if (floatingDtype(dtype)) {
       t.values = *weighted<std::string>({{3, "normal"}, {1, "grid"}});
       if (lim.specials && *weighted<bool>({{5, false}, {1, true}})) {
         const int n = *uniform(rc::gen::inRange(1, 4));

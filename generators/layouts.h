@@ -62,6 +62,9 @@ std::pair<std::vector<int64_t>, int64_t> stridesFor(const std::vector<int64_t>& 
                                                     const std::vector<int64_t>& steps,
                                                     const std::vector<bool>& expanded);
 
+/// Whether `dtype` (a torch dtype name) is a floating type.
+bool floatingDtype(const std::string& dtype);
+
 /// Number of elements of `shape` (1 for rank 0).
 int64_t numelOf(const std::vector<int64_t>& shape);
 

@@ -267,7 +267,7 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
   if (j.contains("dtypes")) {
     t.dtypes = stringList("dtypes");
     for (const auto& d : t.dtypes)
-      if (d != "float32" && d != "float16" && d != "bfloat16" && d != "int32")
+      if (!knownDtype(d))
         throw ManifestError(origin + ": dtypes may name float32, float16, bfloat16, int32; got '" + d + "'");
   }
   auto intField = [&](const char* key, long long lo, long long hi) {
@@ -295,17 +295,8 @@ Target parseTarget(const nlohmann::json& j, const std::string& origin, const std
     t.expect = field(j, "expect", origin, vt::object, "expect");
     for (auto it = t.expect.begin(); it != t.expect.end(); ++it) {
       const std::string k = it.key();
-      const std::string head = k.substr(0, k.find('/'));
-      if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6")
-        throw ManifestError(origin + ": expect may name P1..P6 (P5 and P6 also as P5/op or P5/op/dtype); got '" + k + "'");
-      if (k != head) {
-        const auto a1 = k.find('/'), a2 = k.find('/', a1 + 1);
-        const std::string op = k.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
-        const std::string dt = a2 == std::string::npos ? "" : k.substr(a2 + 1);
-        if ((head != "P5" && head != "P6") || !findOp(op) ||
-            (a2 != std::string::npos && dt != "float32" && dt != "float16" && dt != "bfloat16" && dt != "int32"))
-          throw ManifestError(origin + ": expect key '" + k + "' names no P5 / P6 run (P5/op or P5/op/dtype with a catalog op and a dtype)");
-      }
+      const std::string why = checkRunKey(k);
+      if (!why.empty()) throw ManifestError(origin + ": expect key '" + k + "': " + why);
       const std::string v = it.value().is_string() ? it.value().get<std::string>() : "";
       if (v != "pass" && v != "fail" && v != "skip" && v != "error")
         throw ManifestError(origin + ": expect." + k + " must be pass, fail, skip or error; got " + it.value().dump());

@@ -18,7 +18,6 @@ using Tensors = std::vector<at::Tensor>;
 
 json ref(int i) { return {{"tensor", i}}; }
 
-bool isFloat(const std::string& d) { return d == "float32" || d == "float16" || d == "bfloat16" || d == "float64"; }
 
 // The Scalar an argument holds, keeping Python's int / float / bool apart.
 at::Scalar scalarOf(const json& v) {
@@ -35,8 +34,8 @@ c10::optional<at::Tensor> optTensor(const json& v, const Tensors& in) {
 }
 
 Tolerance pointwise(const std::string& dtype, const std::string& outDtype, size_t, const OpCall&) {
-  if (!isFloat(outDtype)) return {0.0, 0.0};
-  return {resolution(isFloat(dtype) ? dtype : outDtype), 1e-4};
+  if (!floatingDtype(outDtype)) return {0.0, 0.0};
+  return {resolution(floatingDtype(dtype) ? dtype : outDtype), 1e-4};
 }
 
 Tolerance exact(const std::string&, const std::string&, size_t, const OpCall&) { return {0.0, 0.0}; }
@@ -178,7 +177,7 @@ std::vector<OpEntry> buildCatalog() {
       return rc::gen::exec([dtype, lim]() {
         OpCall c;
         c.tensors.push_back(*gen::layout(*gen::shape(0, 5, lim), dtype, lim));
-        json other = isFloat(dtype) ? *gen::element<json>(json(0.5), json(0), json(1), json(-1.5), json(2.0), json(-0.0))
+        json other = floatingDtype(dtype) ? *gen::element<json>(json(0.5), json(0), json(1), json(-1.5), json(2.0), json(-0.0))
                                     : *gen::element<json>(json(0), json(1), json(-3), json(2.0), json(0.5));
         c.args = json::array({ref(0), other});
         return c;
@@ -201,7 +200,7 @@ std::vector<OpEntry> buildCatalog() {
         const auto s = *gen::shape(0, 5, lim);
         c.tensors.push_back(*gen::layout(s, dtype, lim));
         c.tensors.push_back(*gen::layout(*gen::broadcastableTo(s), "bool", lim));
-        json value = isFloat(dtype) ? *gen::element<json>(json(0.0), json(1.5), json(-2), json(-0.0), json(1e-3))
+        json value = floatingDtype(dtype) ? *gen::element<json>(json(0.0), json(1.5), json(-2), json(-0.0), json(1e-3))
                                     : *gen::element<json>(json(0), json(7), json(-3));
         c.args = json::array({ref(0), ref(1), value});
         return c;
@@ -228,7 +227,7 @@ std::vector<OpEntry> buildCatalog() {
         c.tensors.push_back(*gen::layout(swap ? o : s, dtype, lim));
         c.tensors.push_back(*gen::layout(swap ? s : o, dtype, lim));
         c.args = json::array({ref(0), ref(1)});
-        const json alpha = isFloat(dtype) ? *gen::element<json>(json(1), json(2), json(-1), json(0.5), json(1.0))
+        const json alpha = floatingDtype(dtype) ? *gen::element<json>(json(1), json(2), json(-1), json(0.5), json(1.0))
                                           : *gen::element<json>(json(1), json(2), json(-3));
         c.kwargs = {{"alpha", alpha}};
         return c;
@@ -259,7 +258,7 @@ std::vector<OpEntry> buildCatalog() {
       return Tensors{at::sum(in.at(0), intList(c.args.at(1)), c.args.at(2).get<bool>())};
     };
     e.tolerance = [](const std::string& dtype, const std::string& outDtype, size_t, const OpCall& c) {
-      if (!isFloat(outDtype)) return Tolerance{0.0, 0.0};
+      if (!floatingDtype(outDtype)) return Tolerance{0.0, 0.0};
       // Rounding errors of a float32 accumulation grow like sqrt(n) for N(0, 1)
       // inputs; a bound linear in n (FlagGems' own test bound) would hide a
       // dropped element of a large reduction.
@@ -298,7 +297,7 @@ std::vector<OpEntry> buildCatalog() {
       return rc::gen::exec([dtype, lim]() {
         OpCall c;
         c.tensors.push_back(*gen::layout(*gen::shape(0, 5, lim), dtype, lim));
-        const json exponent = isFloat(dtype)
+        const json exponent = floatingDtype(dtype)
                                   ? *gen::element<json>(json(2), json(2.0), json(3), json(0.5), json(-1), json(1),
                                                         json(0), json(2.5), json(-2.0))
                                   : *gen::element<json>(json(2), json(3), json(1), json(0), json(2.0), json(0.5));
@@ -330,6 +329,23 @@ double resolution(const std::string& dtype) {
 const std::vector<OpEntry>& catalog() {
   static const std::vector<OpEntry> cat = buildCatalog();
   return cat;
+}
+
+bool knownDtype(const std::string& d) { return d == "float32" || d == "float16" || d == "bfloat16" || d == "int32"; }
+
+std::string checkRunKey(const std::string& key) {
+  const auto a1 = key.find('/');
+  const std::string head = key.substr(0, a1);
+  if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6")
+    return "names no property (P1 .. P6, or P5/OP, P5/OP/DTYPE)";
+  if (a1 == std::string::npos) return "";
+  if (head != "P5" && head != "P6") return "only P5 and P6 take /OP or /OP/DTYPE";
+  const auto a2 = key.find('/', a1 + 1);
+  const std::string op = key.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
+  if (!findOp(op)) return "no catalog op '" + op + "'";
+  if (a2 != std::string::npos && !knownDtype(key.substr(a2 + 1)))
+    return "no dtype '" + key.substr(a2 + 1) + "' (float32, float16, bfloat16, int32)";
+  return "";
 }
 
 const OpEntry* findOp(const std::string& name) {

@@ -59,6 +59,15 @@ const std::vector<OpEntry>& catalog();
 /// The entry called `name`, or nullptr.
 const OpEntry* findOp(const std::string& name);
 
+/// Whether `dtype` is one a catalog op can run in: float32, float16,
+/// bfloat16, int32.
+bool knownDtype(const std::string& dtype);
+
+/// Checks a property id as a reproduce string, `--property` or a manifest's
+/// `expect` names it: P1..P6, or P5 / P6 followed by "/op" or "/op/dtype"
+/// with a catalog op and a known dtype. Returns "" when valid, else why not.
+std::string checkRunKey(const std::string& key);
+
 /// The fixed palette of `lim.palette` calls for `entry` in `dtype` (see
 /// LayoutLimits::palette): a function of lim.paletteSeed, the op and the
 /// dtype only, so that a reproduce string replays against the same palette

@@ -191,19 +191,32 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
   };
   std::vector<Expected> expected;
 
-  auto runPass = [&](const char* label, bool computeReference) {
+  // CPU ATen rejects the arguments: the case cannot be judged.
+  auto rejected = [&](size_t k, const std::exception& e) {
+    const std::string what = e.what();
+    obs["discard"] = "CPU ATen rejects call " + std::to_string(k) + ": " + what.substr(0, what.find('\n'));
+  };
+  std::vector<py::object> callArgs;  // each call's JSON as Python, converted once
+  std::vector<py::list> cpuInputs;   // each call's CPU tensors (the op never sees them)
+  for (const auto& cj : caseJson.at("calls")) callArgs.push_back(fromJson(cj));
+
+  // The first pass builds the inputs and the reference; the second makes
+  // fresh device copies of the same CPU tensors.
+  auto runPass = [&](bool first) {
     Pass pass;
     for (size_t k = 0; k < c.calls.size(); ++k) {
-      const json callJson = caseJson.at("calls").at(k);
-      py::tuple built = ops.attr("build_call")(fromJson(callJson), device);
-      Tensors cpuIn, devIn;
       py::list devList;
-      for (auto h : py::list(built[0])) cpuIn.push_back(unwrapTensor(h));
-      for (auto h : py::list(built[1])) {
-        devIn.push_back(unwrapTensor(h));
-        devList.append(h);
+      if (first) {
+        py::tuple built = ops.attr("build_call")(callArgs[k], device);
+        cpuInputs.push_back(py::list(built[0]));
+        devList = py::list(built[1]);
+      } else {
+        devList = ops.attr("device_inputs")(callArgs[k], cpuInputs[k], device);
       }
-      if (computeReference) {
+      Tensors cpuIn, devIn;
+      for (auto h : cpuInputs[k]) cpuIn.push_back(unwrapTensor(h));
+      for (auto h : devList) devIn.push_back(unwrapTensor(h));
+      if (first) {
         const auto r0 = Clock::now();
         Expected ex;
         Tensors meta;
@@ -217,8 +230,7 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
             shapesFrom = entry.reference(cpuIn, c.calls[k]);
             ex.source = "cpu";
           } catch (const std::exception& e) {
-            obs["discard"] = std::string("CPU ATen rejects call ") + std::to_string(k) + ": " +
-                             std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+            rejected(k, e);
             return pass;
           }
         }
@@ -232,8 +244,7 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
         try {
           vals = entry.reference(up, c.calls[k]);
         } catch (const std::exception& e) {
-          obs["discard"] = std::string("CPU ATen rejects call ") + std::to_string(k) + ": " +
-                           std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+          rejected(k, e);
           return pass;
         }
         for (size_t i = 0; i < vals.size(); ++i) ex.values.push_back(vals[i].to(shapesFrom[i].scalar_type()));
@@ -244,7 +255,7 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
       for (const auto& t : devIn) call.inputs.push_back(snapInput(t));
       const auto d0 = Clock::now();
       try {
-        py::tuple outs = runner.attr("call")(fromJson(callJson), devList);
+        py::tuple outs = runner.attr("call")(callArgs[k], devList);
         for (auto h : outs) call.outputs.push_back(unwrapTensor(h));
         for (const auto& o : call.outputs) call.snapshots.push_back(o.to(at::kCPU, false, true));
       } catch (const py::error_already_set& e) {
@@ -253,13 +264,12 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
         call.error = std::string("the op returned something that is not a tensor (") + e.what() + ")";
       }
       pass.deviceUs += usSince(d0);
-      (void)label;
       pass.calls.push_back(std::move(call));
     }
     return pass;
   };
 
-  const Pass unpatched = runPass("unpatched", true);
+  const Pass unpatched = runPass(true);
   if (obs.contains("discard")) return obs;
 
   const json inst = toJson(runner.attr("install")());
@@ -275,7 +285,7 @@ json runOpCase(TargetSession& session, const OpEntry& entry, const OpCase& c) {
   } else {
     active = true;
     obs["fast_path"] = "active";
-    patched = runPass("patched", false);
+    patched = runPass(false);
   }
 
   auto& numerics = obs["numerics"];

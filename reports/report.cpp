@@ -10,11 +10,12 @@
 
 namespace flagprop {
 
-bool resultExpected(const json& target, const json& result) {
+namespace {
+// The status a manifest's `expect` names for a result, most specific key
+// first (P5/op/dtype, P5/op, P5); "" when none does.
+std::string expectFor(const json& target, const json& result) {
   const std::string prop = result.value("property", "");
-  const std::string status = result.value("status", "");
   const json expect = target.value("expect", json::object());
-  // Most specific first: P5/op/dtype, P5/op, P5.
   std::vector<std::string> keys;
   if (result.contains("op")) {
     const std::string op = result.value("op", ""), dtype = result.value("dtype", "");
@@ -22,8 +23,15 @@ bool resultExpected(const json& target, const json& result) {
   }
   keys.push_back(prop);
   for (const auto& k : keys)
-    if (expect.contains(k)) return expect.at(k).get<std::string>() == status;
-  return status == "pass" || status == "skip";
+    if (expect.contains(k)) return expect.at(k).get<std::string>();
+  return "";
+}
+}  // namespace
+
+bool resultExpected(const json& target, const json& result) {
+  const std::string status = result.value("status", "");
+  const std::string want = expectFor(target, result);
+  return want.empty() ? status == "pass" || status == "skip" : want == status;
 }
 
 json mergeReport(const json& targets, const json& runInfo) {
@@ -76,14 +84,8 @@ std::string cell(std::string s, size_t max = 110) {
 namespace {
 // The status a manifest's `expect` wants for a result (pass when unnamed).
 std::string expectedStatus(const json& target, const json& r) {
-  const json expect = target.value("expect", json::object());
-  const std::string prop = r.value("property", "");
-  std::vector<std::string> keys;
-  if (r.contains("op")) keys = {prop + "/" + r.value("op", "") + "/" + r.value("dtype", ""), prop + "/" + r.value("op", "")};
-  keys.push_back(prop);
-  for (const auto& k : keys)
-    if (expect.contains(k)) return expect.at(k).get<std::string>();
-  return "pass";
+  const std::string want = expectFor(target, r);
+  return want.empty() ? "pass" : want;
 }
 
 std::string resultLabel(const json& r) {

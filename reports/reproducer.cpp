@@ -27,8 +27,7 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
   // Two manifests may share a name: the manifest path's hash keeps their files apart.
   const std::string tag = std::to_string(std::hash<std::string>{}(t.manifestPath) % 10000);
   const bool opKind = failure.reproKind == "op";
-  // P5 / P6 runs are keyed "P5/op/dtype" while they run.
-  std::string id = outcome.property;
+  std::string id = outcome.property + (outcome.op.empty() ? "" : "_" + outcome.op + "_" + outcome.dtype);
   for (auto& ch : id)
     if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
   const std::string path = (fs::path(dir) / ("repro_" + t.name + "_" + id + "_" + tag + ".py")).string();
@@ -45,7 +44,7 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "RapidCheck replay inside flagprop: --reproduce " << outcome.reproduce << "\n\"\"\"\n\n"
       << "import json\nimport sys\nimport types\n\n"
       << "TARGET_NAME = " << pyString(t.name) << "\n"
-      << "PROPERTY = " << pyString(outcome.property.substr(0, outcome.property.find('/'))) << "\n"
+      << "PROPERTY = " << pyString(outcome.property) << "\n"
       << "REASON = " << pyString(outcome.reason) << "\n"
       << "KIND = " << pyString(failure.reproKind) << "\n"
       << "TARGET = " << pyJson(toJson(session.targetDict())) << "\n"
@@ -56,7 +55,7 @@ std::string writeReproducer(const std::string& dir, const TargetSession& session
       << "CASE = " << pyJson(failure.caseJson) << "\n";
   if (opKind) {
     // Tolerances of the counterexample's outputs, from the catalog entry.
-    const OpEntry* e = findOp(failure.caseJson.value("op", ""));
+    const OpEntry* e = findOp(outcome.op);
     json tol = json::array();
     if (e) {
       const OpCase c = opCaseFromJson(failure.caseJson);

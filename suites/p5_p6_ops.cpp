@@ -4,7 +4,6 @@
 #include "suites/property.h"
 
 #include <algorithm>
-#include <map>
 
 namespace flagprop {
 
@@ -13,11 +12,15 @@ namespace {
 // Totals over the cases of one run, for the report and the benchmark.
 struct OpStats {
   int cases = 0;
+  int reused = 0;  // judged from the other property's run of the same case
   int compilations = 0;
   double referenceUs = 0, deviceUs = 0, totalUs = 0;
-  std::map<std::string, int> fastPath;
 
-  void add(const json& obs) {
+  void add(const json& obs, bool fromMemo) {
+    if (fromMemo) {
+      ++reused;
+      return;
+    }
     ++cases;
     compilations += obs.value("compilations", 0);
     if (obs.contains("time_us")) {
@@ -29,6 +32,7 @@ struct OpStats {
   json toJson() const {
     const double t = totalUs > 0 ? totalUs : 1;
     return {{"cases_executed", cases},
+            {"cases_reused", reused},
             {"compilations", compilations},
             {"compilations_per_100_cases", cases ? 100.0 * compilations / cases : 0.0},
             {"share", {{"reference", referenceUs / t}, {"device_op", deviceUs / t},
@@ -70,14 +74,24 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
   FailureRecord last;
   OpStats stats;
   bool lostHere = false;
+  auto& memo = session.opMemo;
+  if (memo.run != entry.name + "/" + dtype) {
+    memo.run = entry.name + "/" + dtype;
+    memo.byCase.clear();
+  }
+  const rc::Gen<OpCase> cases = opCase(entry, dtype, lim, palette);
   auto body = [&]() {
     // Once the device context is lost every later case fails the same way:
     // keep the case that lost it as the counterexample instead of shrinking.
     if (lostHere) RC_FAIL(session.deviceLost);
-    const OpCase c = *opCase(entry, dtype, lim, palette);
+    const OpCase c = *cases;
+    const std::string caseKey = toJson(c).dump();
     json obs;
+    const auto hit = memo.byCase.find(caseKey);
+    const bool fromMemo = hit != memo.byCase.end();
     try {
-      obs = guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
+      obs = fromMemo ? hit->second : guarded(last, toJson(c), "op", [&] { return runOpCase(session, entry, c); });
+      if (!fromMemo) memo.byCase.emplace(caseKey, obs);
     } catch (...) {
       if (deviceLostText(last.why)) {
         lostHere = true;
@@ -94,7 +108,7 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
           last = {toJson(c), obs, "the device context was lost while running this case (unshrunk): " + f.get<std::string>(), "op"};
         }
     if (lostHere) RC_FAIL(last.why);
-    stats.add(obs);
+    stats.add(obs, fromMemo);
     if (obs.contains("discard")) RC_DISCARD(obs.at("discard").get<std::string>());
     const std::string pvu = obs.value("patched_vs_unpatched", "");
     RC_TAG(obs.value("fast_path", "?") + (pvu == "equal" ? ", patched == unpatched" : "") +
@@ -107,11 +121,8 @@ PropertyOutcome runOpProperty(const char* id, const char* title, const char* fin
       RC_FAIL(why);
     }
   };
-  PropertyOutcome out = runProperty(key, title, session, opts, body, last, "");
+  PropertyOutcome out = runProperty(id, title, session, opts, body, last, "", entry.name, dtype);
   if (lostHere && out.status == "error") out.status = "fail";  // a crash of the op under test is a finding
-  out.property = id;
-  out.op = entry.name;
-  out.dtype = dtype;
   if (!out.observations.is_object()) out.observations = json::object();
   out.observations["stats"] = stats.toJson();
   return out;

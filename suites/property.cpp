@@ -235,10 +235,13 @@ json PropertyOutcome::toJson() const {
 
 PropertyOutcome runProperty(const std::string& id, const std::string& title, TargetSession& session,
                             const RunOptions& opts, const std::function<void()>& body, FailureRecord& last,
-                            const std::string& skipped) {
+                            const std::string& skipped, const std::string& op, const std::string& dtype) {
   PropertyOutcome out;
   out.property = id;
   out.title = title;
+  out.op = op;
+  out.dtype = dtype;
+  const std::string key = op.empty() ? id : id + "/" + op + "/" + dtype;  // RapidCheck's id for this run
   const auto t0 = std::chrono::steady_clock::now();
   rc::detail::TestParams params;
   params.maxSuccess = opts.cases > 0 ? opts.cases : session.target().cases;
@@ -246,7 +249,7 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
   params.maxDiscardRatio = 2;
   params.seed = opts.seed ? opts.seed : std::random_device{}() * 0x9E3779B97F4A7C15ull + std::random_device{}();
   rc::detail::TestMetadata md;
-  md.id = id;
+  md.id = key;
   md.description = title;
   rc::detail::TestListenerAdapter quiet;
   std::unordered_map<std::string, rc::detail::Reproduce> replay;
@@ -258,9 +261,9 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
       out.reason = std::string("malformed reproduce string: ") + e.what();
       return out;
     }
-    if (!replay.count(id)) {
+    if (!replay.count(key)) {
       out.status = "skip";
-      out.reason = "not replayed: the reproduce string holds no counterexample for " + id;
+      out.reason = "not replayed: the reproduce string holds no counterexample for " + key;
       out.observations = {{"replayed", false}};
       return out;
     }
@@ -297,7 +300,7 @@ PropertyOutcome runProperty(const std::string& id, const std::string& title, Tar
     out.counterexample = last.caseJson;
     for (const auto& [type, value] : f->counterExample) out.counterexampleShown += value;
     std::unordered_map<std::string, rc::detail::Reproduce> rmap;
-    rmap.emplace(id, f->reproduce);
+    rmap.emplace(key, f->reproduce);
     out.reproduce = rc::detail::reproduceMapToString(rmap);
     json obs = last.observations;
     if (opts.reproduce.empty())

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace flagprop {
@@ -56,6 +57,15 @@ class TargetSession {
   /// in which run. Later P5 / P6 runs of the target report `error` with it
   /// instead of running.
   std::string deviceLost;
+
+  /// Observations of the cases of the P5 / P6 (op, dtype) run in progress,
+  /// by case JSON. P5 and P6 draw the same cases from the same seed, and one
+  /// observation holds both properties' findings, so the second property
+  /// judges what the first one ran instead of running it again.
+  struct OpMemo {
+    std::string run;  ///< "op/dtype" the entries belong to
+    std::unordered_map<std::string, json> byCase;
+  } opMemo;
 
  private:
   Target target_;
@@ -110,9 +120,11 @@ json guarded(FailureRecord& last, const json& caseJson, const char* kind, F&& f)
 /// counterexample, reproduce string. `last` is what the body recorded on its
 /// latest failure (the shrunk counterexample, because shrinking ends on the
 /// last failing case). `skipped` set by the body marks the whole run a skip.
+/// P5 / P6 pass the op and dtype: the outcome carries them, and the
+/// RapidCheck reproduce key becomes "P5/op/dtype".
 PropertyOutcome runProperty(const std::string& id, const std::string& title, TargetSession& session,
                             const RunOptions& opts, const std::function<void()>& body, FailureRecord& last,
-                            const std::string& skipped);
+                            const std::string& skipped, const std::string& op = "", const std::string& dtype = "");
 
 /// Whether `s` parses as a RapidCheck reproduce string; on failure `error`
 /// says why. `ids` receives the property ids it holds.

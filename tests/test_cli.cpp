@@ -108,7 +108,9 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P9", &out), 2);
-  EXPECT_NE(out.find("--property must be"), std::string::npos) << out;
+  EXPECT_NE(out.find("--property P9: names no property"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P5/tahn", &out), 2);
+  EXPECT_NE(out.find("no catalog op 'tahn'"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " frobnicate", &out), 2);
 }
 

@@ -82,26 +82,9 @@ int main(int argc, char** argv) {
     else if (a == "--report-dir") opts.reportDir = value("a directory");
     else if (a == "--property") {
       std::string p = value("a property id (P1 .. P6)");
-      const std::string head = p.substr(0, p.find('/'));
-      if (head != "P1" && head != "P2" && head != "P3" && head != "P4" && head != "P5" && head != "P6") {
-        std::cerr << "flagprop: --property must be P1 .. P6 (or P5/OP, P5/OP/DTYPE), not '" << p << "'\n";
-        return 2;
-      }
-      if (head == "P5" || head == "P6") {  // P5/op/dtype as a reproduce string names it
-        const auto a1 = p.find('/');
-        const auto a2 = a1 == std::string::npos ? std::string::npos : p.find('/', a1 + 1);
-        const std::string op = a1 == std::string::npos ? "" : p.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
-        const std::string dt = a2 == std::string::npos ? "" : p.substr(a2 + 1);
-        if (a1 != std::string::npos && !flagprop::findOp(op)) {
-          std::cerr << "flagprop: --property " << p << ": no catalog op '" << op << "'\n";
-          return 2;
-        }
-        if (!dt.empty() && dt != "float32" && dt != "float16" && dt != "bfloat16" && dt != "int32") {
-          std::cerr << "flagprop: --property " << p << ": no dtype '" << dt << "' (float32, float16, bfloat16, int32)\n";
-          return 2;
-        }
-      } else if (p != head) {
-        std::cerr << "flagprop: --property " << p << ": only P5 and P6 take /OP or /OP/DTYPE\n";
+      const std::string why = flagprop::checkRunKey(p);
+      if (!why.empty()) {
+        std::cerr << "flagprop: --property " << p << ": " << why << "\n";
         return 2;
       }
       opts.properties.push_back(p);
@@ -116,7 +99,7 @@ int main(int argc, char** argv) {
       opts.ops.push_back(p);
     } else if (a == "--dtype") {
       std::string d = value("a dtype");
-      if (d != "float32" && d != "float16" && d != "bfloat16" && d != "int32") {
+      if (!flagprop::knownDtype(d)) {
         std::cerr << "flagprop: --dtype must be float32, float16, bfloat16 or int32, not '" << d << "'\n";
         return 2;
       }

@@ -88,13 +88,18 @@ def build_call(call, device):
     """(CPU tensors, device tensors) for ``call``: equal values, separate
     storages (also on the CPU), each with the layout's shape, strides and
     storage offset."""
-    cpu, dev = [], []
-    for layout in call["tensors"]:
-        base = make_storage(layout)
-        cpu.append(view_of(base, layout))
-        dbase = base.clone() if str(device) == "cpu" else base.to(device)
-        dev.append(view_of(dbase, layout))
-    return cpu, dev
+    cpu = [view_of(make_storage(layout), layout) for layout in call["tensors"]]
+    return cpu, device_inputs(call, cpu, device)
+
+
+def device_inputs(call, cpu, device):
+    """Fresh device tensors equal to the CPU tensors ``cpu`` of ``call`` (as
+    ``build_call`` made them), each in a storage of its own."""
+    dev = []
+    for layout, t in zip(call["tensors"], cpu):
+        base = t.as_strided((int(layout["storage"]),), (1,), 0)
+        dev.append(view_of(base.clone() if str(device) == "cpu" else base.to(device), layout))
+    return dev
 
 
 def resolve(value, tensors):
@@ -167,7 +172,6 @@ class Runner:
         self.target = target
         self.gates = gates
         self._session = session
-        self._observe = observe
         session.prepare_flag_gems(target, {})  # the mocks, or the real FlagGems (+ supplied helper)
         self.before = None if target["installer"]["mode"] == "none" else observe.snapshot()
         self.fn = op_callable(target, op)
@@ -180,9 +184,7 @@ class Runner:
         """Runs the installer once. Returns {present, active, call}."""
         if self.before is None:
             return {"present": False, "active": False}
-        mod, fn = self._session.load_installer(self.target, self.gates)
-        call = self._observe.call_installer(fn, mod)
-        active = self._session._active(self._observe.components_after(self.before))
+        call, active = self._session.install_observed(self.target, self.gates, self.before)
         return {"present": True, "active": bool(active), "call": call}
 
 

@@ -75,13 +75,20 @@ def _active(components):
 _MOCK_ONLY = {"note": "P3 and P4 drive flagprop's mock LibEntry kernels; they run on targets whose flag_gems kind is 'mock'"}
 
 
-def _install_once(target, spec, gates):
-    """Install once for P3 / P4; returns (call, active)."""
-    prepare_flag_gems(target, spec)
-    before = observe.snapshot()
+def install_observed(target, gates, before):
+    """Load and run the installer once; returns (call, active), judging
+    "active" against the ``observe.snapshot()`` taken before."""
     mod, fn = load_installer(target, gates)
     call = observe.call_installer(fn, mod)
-    return call, before, _active(observe.components_after(before))
+    return call, _active(observe.components_after(before))
+
+
+def _install_once(target, spec, gates):
+    """Install once for P3 / P4; returns (call, before, active)."""
+    prepare_flag_gems(target, spec)
+    before = observe.snapshot()
+    call, active = install_observed(target, gates, before)
+    return call, before, active
 
 
 def key_case(target, spec, gates, spec_args, dns_args, const_args):

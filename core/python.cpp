@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #ifndef FLAGPROP_SOURCE_DIR
 #error "FLAGPROP_SOURCE_DIR must be defined by the build"
@@ -17,7 +18,7 @@ std::unique_ptr<py::scoped_interpreter>& interp() {
   static std::unique_ptr<py::scoped_interpreter> p;
   return p;
 }
-std::map<std::string, py::module_>& helperCache() {
+std::map<std::string, py::module_>& moduleCache() {
   static auto* m = new std::map<std::string, py::module_>();  // never destroyed: outlives the interpreter
   return *m;
 }
@@ -25,23 +26,33 @@ std::string envOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return (v && *v) ? std::string(v) : fallback;
 }
+
+// Every flagprop module, imported before any case: the sandbox removes
+// modules a case adds under a watched root, and a module imported twice
+// would keep two states (the compile counter, the descriptor class).
+const char* kModules[] = {"flagprop_mocks", "flagprop.loader", "flagprop.observe", "flagprop.verdicts",
+                          "flagprop.launch", "flagprop.session", "flagprop.ops", "flagprop.checks"};
 }  // namespace
 
-std::string pythonPackageDir() {
-  return envOr("FLAGPROP_PYTHONPATH", std::string(FLAGPROP_SOURCE_DIR) + "/python");
+std::vector<std::string> pythonFolders() {
+  const std::string src = FLAGPROP_SOURCE_DIR;
+  const std::string list = envOr("FLAGPROP_PYTHONPATH", src + "/python:" + src + "/mocks");
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = list.find(':', start);
+    const std::string part = list.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (!part.empty()) out.push_back(part);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return out;
 }
 
-std::string fixturesDir() {
-  return envOr("FLAGPROP_FIXTURES", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures");
-}
+std::string fixturesDir() { return envOr("FLAGPROP_FIXTURES", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures"); }
 
 void ensureInterpreter() {
-  if (Py_IsInitialized()) {
-    if (!interp()) {
-      // Someone else (e.g. a test main) owns the interpreter; just make sure
-      // our package is importable.
-    }
-  } else {
+  if (!Py_IsInitialized()) {
     interp() = std::make_unique<py::scoped_interpreter>();
     // Keep the interpreter alive until exit: destroying it after torch was
     // imported is not supported by torch.
@@ -50,36 +61,34 @@ void ensureInterpreter() {
     } leak;
   }
   py::gil_scoped_acquire gil;
-  py::module_ sys = py::module_::import("sys");
-  py::list path = sys.attr("path");
-  const std::string dir = pythonPackageDir();
-  bool present = false;
-  for (auto p : path) present = present || (py::str(p).cast<std::string>() == dir);
-  if (!present) path.insert(0, dir);
+  py::list path = py::module_::import("sys").attr("path");
+  const auto folders = pythonFolders();
+  for (auto it = folders.rbegin(); it != folders.rend(); ++it) {
+    bool present = false;
+    for (auto p : path) present = present || (py::str(p).cast<std::string>() == *it);
+    if (!present) path.insert(0, *it);
+  }
   try {
     py::module_::import("torch");
   } catch (const py::error_already_set& e) {
     throw std::runtime_error("flagprop: cannot import torch in the embedded interpreter: " + describe(e));
   }
   try {
-    // Import a real Triton (where there is one) now, outside every case's
-    // sandbox: the sandbox removes what a case adds under `triton`, and a
-    // second import would make a second TensorDescriptor class.
-    helper("mocks").attr("descriptor_class")();
-    helper("loader");
-    helper("observe");
-    helper("launch");
+    for (const char* m : kModules) pyImport(m);
+    // A real Triton (where there is one) is imported now too, for one
+    // TensorDescriptor class per process.
+    pyImport("flagprop_mocks").attr("descriptor_class")();
   } catch (const py::error_already_set& e) {
-    throw std::runtime_error("flagprop: cannot import flagprop's Python helpers from " + dir + ": " +
+    throw std::runtime_error("flagprop: cannot import flagprop's Python modules from " + folders.front() + ": " +
                              describe(e));
   }
 }
 
-py::module_ helper(const char* name) {
-  auto& cache = helperCache();
+py::module_ pyImport(const std::string& name) {
+  auto& cache = moduleCache();
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
-  py::module_ m = py::module_::import((std::string("flagprop.") + name).c_str());
+  py::module_ m = py::module_::import(name.c_str());
   cache.emplace(name, m);
   return m;
 }

@@ -14,22 +14,25 @@ namespace py = pybind11;
 using json = nlohmann::json;
 
 /// Starts the embedded interpreter once per process (idempotent), puts
-/// flagprop's own Python package directory (`python/`, or $FLAGPROP_PYTHONPATH)
-/// first on `sys.path`, imports `torch` so that LibTorch is shared between C++
-/// and Python, and imports flagprop's helper modules. Never shut down before
-/// process exit (torch cannot be re-imported into a fresh interpreter).
-/// Throws std::runtime_error if `torch` or the helpers cannot be imported.
+/// flagprop's Python folders first on `sys.path` (`python/` and `mocks/`, or
+/// $FLAGPROP_PYTHONPATH, a ':'-separated list), imports `torch` (so that C++
+/// and Python share one libtorch) and every flagprop module, outside any
+/// case's sandbox. Never shut down before process exit (torch cannot be
+/// re-imported into a fresh interpreter). Throws std::runtime_error if
+/// `torch` or flagprop's modules cannot be imported.
 void ensureInterpreter();
 
-/// Directory that holds flagprop's Python package (absolute path).
-std::string pythonPackageDir();
+/// The folders flagprop puts on `sys.path` (absolute paths).
+std::vector<std::string> pythonFolders();
 
-/// Directory that holds flagprop's fixtures (installers, target manifests).
+/// Directory that holds flagprop's fixtures (installers, ops, target
+/// manifests): `fixtures/`, or $FLAGPROP_FIXTURES.
 std::string fixturesDir();
 
-/// Imports `flagprop.<name>` (e.g. "mocks", "loader", "observe", "launch");
-/// cached. Throws py::error_already_set on import failure.
-py::module_ helper(const char* name);
+/// Imports the Python module `name` (e.g. "flagprop.verdicts",
+/// "flagprop_mocks"); cached for the process. Throws py::error_already_set
+/// on import failure. Requires the GIL.
+py::module_ pyImport(const std::string& name);
 
 /// Converts a Python value built from dict / list / tuple / str / bytes / int
 /// (any size; beyond 64 bits it becomes a decimal string) / float / bool /
@@ -40,8 +43,7 @@ json toJson(py::handle obj);
 /// list, numbers -> int / float, null -> None).
 py::object fromJson(const json& value);
 
-/// One-line description of the Python exception currently held by `e`
-/// ("Type: message").
+/// One-line description of the Python exception held by `e` ("Type: message").
 std::string describe(const py::error_already_set& e);
 
 }  // namespace flagprop

@@ -33,10 +33,6 @@ std::string_view view(py::handle key) {
   return {p, static_cast<size_t>(n)};
 }
 
-std::string_view view(py::handle key);
-
-// Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
-// only the keys that differ.
 // Whether dict `d` holds exactly the items of `snap` (same key set, identical
 // value objects): one pass of the C API, the common case of a module or class
 // the case did not touch.
@@ -52,6 +48,8 @@ bool sameItems(PyObject* d, PyObject* snap) {
 // The real dict behind a class's __dict__ mapping proxy.
 PyObject* typeDict(py::handle cls) { return reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_dict; }
 
+// Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
+// only the keys that differ.
 void restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
   if (sameItems(target.ptr(), snap.ptr())) return;
   std::vector<py::object> extra;
@@ -111,7 +109,7 @@ struct Sandbox::Impl {
 };
 
 Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
-  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "_flagprop"};
+  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "flagprop", "flagprop_mocks"};
   roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
   impl_->roots = roots;
   py::module_ sys = py::module_::import("sys");

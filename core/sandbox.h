@@ -25,9 +25,11 @@ namespace flagprop {
 /// grad mode; the recursion limit.
 ///
 /// Watched modules: `torch`, `torch.functional` and `builtins` exactly, and
-/// the packages `flag_gems`, `torch_fl`, `triton`, `flagprop_target`,
-/// `_flagprop` with their submodules. Requires the GIL; costs a few hundred µs
-/// (mostly copying `sys.modules` and torch's namespace).
+/// the packages `flag_gems`, `torch_fl`, `triton` (the code under test),
+/// `flagprop_target` (modules flagprop makes for it, e.g. a fixture's op
+/// module), `flagprop` and `flagprop_mocks` (flagprop's own, all imported
+/// before any case) with their submodules. Requires the GIL; costs a few
+/// hundred µs (mostly copying `sys.modules` and torch's namespace).
 class Sandbox {
  public:
   /// Snapshots now. `extraRoots` adds watch roots (package prefixes).

@@ -21,10 +21,6 @@ bool TensorLayout::contiguous() const {
 
 int64_t TensorLayout::numel() const { return numelOf(shape); }
 
-bool floatingDtype(const std::string& d) {
-  return d == "float32" || d == "float16" || d == "bfloat16" || d == "float64";
-}
-
 int64_t numelOf(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (auto s : shape) n *= s;
@@ -66,9 +62,11 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::v
 json toJson(const TensorLayout& t) {
   json sp = json::array();
   for (const auto& [i, k] : t.specials) sp.push_back({i, k});
-  return {{"dtype", t.dtype}, {"shape", t.shape},   {"strides", t.strides}, {"offset", t.offset},
-          {"storage", t.storage}, {"how", t.how}, {"seed", t.seed},       {"values", t.values},
-          {"specials", sp}};
+  json j = {{"dtype", t.dtype},     {"shape", t.shape}, {"strides", t.strides}, {"offset", t.offset},
+            {"storage", t.storage}, {"how", t.how},     {"seed", t.seed},       {"values", t.values},
+            {"specials", sp}};
+  if (t.values == "index") j["high"] = t.high;
+  return j;
 }
 
 json toJson(const OpCall& c) {
@@ -81,33 +79,6 @@ json toJson(const OpCase& c) {
   json calls = json::array();
   for (const auto& k : c.calls) calls.push_back(toJson(k));
   return {{"op", c.op}, {"dtype", c.dtype}, {"calls", calls}};
-}
-
-OpCase opCaseFromJson(const json& j) {
-  OpCase c;
-  c.op = j.at("op").get<std::string>();
-  c.dtype = j.at("dtype").get<std::string>();
-  for (const auto& k : j.at("calls")) {
-    OpCall call;
-    call.args = k.at("args");
-    call.kwargs = k.value("kwargs", json::object());
-    for (const auto& t : k.at("tensors")) {
-      TensorLayout l;
-      l.dtype = t.at("dtype").get<std::string>();
-      l.shape = t.at("shape").get<std::vector<int64_t>>();
-      l.strides = t.at("strides").get<std::vector<int64_t>>();
-      l.offset = t.at("offset").get<int64_t>();
-      l.storage = t.at("storage").get<int64_t>();
-      l.how = t.value("how", "");
-      l.seed = t.at("seed").get<uint64_t>();
-      l.values = t.value("values", "normal");
-      for (const auto& s : t.value("specials", json::array()))
-        l.specials.emplace_back(s.at(0).get<int64_t>(), s.at(1).get<std::string>());
-      call.tensors.push_back(l);
-    }
-    c.calls.push_back(call);
-  }
-  return c;
 }
 
 void showValue(const TensorLayout& v, std::ostream& os) { os << toJson(v).dump(); }
@@ -127,7 +98,7 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
   auto size = weighted<int64_t>({{5, 1}, {3, 2}, {3, 3}, {2, 4}, {2, 5}, {2, 8}, {1, 0}, {2, 16}, {1, 17}, {1, 32},
                                  {1, 64}, {1, 101}, {1, 128}, {1, 320}});
   const int hi = std::min(maxRank, lim.maxRank);
-  return rc::gen::mapcat(uniform(rc::gen::inRange(minRank, hi + 1)), [size, lim](int rank) {
+  return rc::gen::mapcat(atNominalSize(rc::gen::inRange(minRank, hi + 1)), [size, lim](int rank) {
     return rc::gen::map(rc::gen::container<std::vector<int64_t>>(rank, size), [lim](std::vector<int64_t> s) {
       while (numelOf(s) > lim.maxElements) {
         auto big = std::max_element(s.begin(), s.end());
@@ -140,8 +111,9 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
 }
 
 rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, const LayoutLimits& lim,
-                             bool allowExpand) {
-  return rc::gen::exec([shapeIn, dtype, lim, allowExpand]() {
+                             ValueSpec v) {
+  const bool allowExpand = v.expand && v.kind != "sorted";
+  return rc::gen::exec([shapeIn, dtype, lim, v, allowExpand]() {
     TensorLayout t;
     t.dtype = dtype;
     t.shape = shapeIn;
@@ -154,7 +126,7 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, co
     if (r >= 2 && *weighted<bool>({{3, false}, {2, true}})) {
       // Sorting dims by generated keys gives any permutation; keys shrink to
       // 0, and a stable sort of equal keys is the identity.
-      const auto keys = *rc::gen::container<std::vector<int>>(r, uniform(rc::gen::inRange(0, 8)));
+      const auto keys = *rc::gen::container<std::vector<int>>(r, atNominalSize(rc::gen::inRange(0, 8)));
       std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
       if (!std::is_sorted(order.begin(), order.end())) how.push_back("permuted");
     }
@@ -180,13 +152,17 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, co
     std::string h;
     for (const auto& s : how) h += (h.empty() ? "" : "+") + s;
     t.how = h.empty() ? "contiguous" : h;
-    t.seed = *uniform(rc::gen::inRange<uint64_t>(0, 1u << 20));
-    if (floatingDtype(dtype)) {
-      t.values = *weighted<std::string>({{3, "normal"}, {1, "grid"}});
+    t.seed = *atNominalSize(rc::gen::inRange<uint64_t>(0, 1u << 20));
+    t.values = v.kind != "any" ? v.kind : floatingDtype(dtype) ? *weighted<std::string>({{3, "normal"}, {1, "grid"}})
+                                                               : "normal";
+    t.high = v.high;
+    // Special values would break a value constraint (positive, sorted, ...).
+    const bool free = v.kind == "any" || v.kind == "normal" || v.kind == "grid";
+    if (floatingDtype(dtype) && v.specials && free) {
       if (lim.specials && *weighted<bool>({{5, false}, {1, true}})) {
-        const int n = *uniform(rc::gen::inRange(1, 4));
+        const int n = *atNominalSize(rc::gen::inRange(1, 4));
         for (int i = 0; i < n; ++i) {
-          const int64_t idx = *uniform(rc::gen::inRange<int64_t>(0, t.storage));
+          const int64_t idx = *atNominalSize(rc::gen::inRange<int64_t>(0, t.storage));
           t.specials.emplace_back(idx, *element<std::string>("nan", "inf", "-inf", "-0", "subnormal"));
         }
       }

@@ -1,10 +1,13 @@
 // Tensor layouts and op cases for the numerics and aliasing properties (P5, P6).
 //
 // A TensorLayout says how to rebuild one input exactly: a 1-D storage of
-// `storage` elements whose values come from `seed` (python/flagprop/ops.py,
-// `make_storage`, is the one builder, used by the suites and the
-// reproducers), viewed with `shape`, `strides` and `offset`.
+// `storage` elements whose values come from `seed` and the value kind
+// (python/flagprop/ops.py, `make_storage` / `build_cpu`, is the one builder,
+// used by the suites and the reproducers), viewed with `shape`, `strides`
+// and `offset`.
 #pragma once
+
+#include "core/dtypes.h"
 
 #include <nlohmann/json.hpp>
 #include <rapidcheck.h>
@@ -28,7 +31,11 @@ struct TensorLayout {
   int64_t storage = 1;            ///< storage size (elements), >= offset + the view's extent
   std::string how = "contiguous"; ///< how the layout was made: contiguous, or any of permuted / sliced / expanded / offset joined by '+'
   uint64_t seed = 0;              ///< values of the storage
-  std::string values = "normal";  ///< normal (N(0,1)) | grid (multiples of 0.5 in [-4, 4]); ints and bools ignore it
+  /// Value kind (flagprop.ops.make_storage): normal (N(0, 1); ints in
+  /// [-8, 8]) | grid (multiples of 0.5 in [-4, 4]) | positive | nonzero |
+  /// unique | sorted (along the view's last dim) | index (ints in [0, high)).
+  std::string values = "normal";
+  int64_t high = 0;               ///< index values: the exclusive upper bound
   std::vector<std::pair<int64_t, std::string>> specials;  ///< storage index -> nan | inf | -inf | -0 | subnormal
 
   bool contiguous() const;
@@ -56,14 +63,11 @@ struct OpCase {
 /// `order` (outermost first; a permutation of the dims), sliced with step
 /// `steps[d]` along each dim and expanded (stride 0) where `expanded[d]`.
 /// Also returns the storage extent (elements the view can touch, from 0).
-/// Example (DESIGN.md's seed case): shape [101, 3, 320], order [1, 0, 2],
+/// Example (the published seed case, docs/design.md): shape [101, 3, 320], order [1, 0, 2],
 /// steps 1 gives strides [320, 32320, 1].
 std::pair<std::vector<int64_t>, int64_t> stridesFor(const std::vector<int64_t>& shape, const std::vector<int>& order,
                                                     const std::vector<int64_t>& steps,
                                                     const std::vector<bool>& expanded);
-
-/// Whether `dtype` (a torch dtype name) is a floating type.
-bool floatingDtype(const std::string& dtype);
 
 /// Number of elements of `shape` (1 for rank 0).
 int64_t numelOf(const std::vector<int64_t>& shape);
@@ -75,12 +79,21 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::v
 json toJson(const TensorLayout& t);
 json toJson(const OpCall& c);
 json toJson(const OpCase& c);
-/// Inverse of toJson(OpCase); throws nlohmann::json exceptions on bad input.
-OpCase opCaseFromJson(const json& j);
 
 void showValue(const TensorLayout& v, std::ostream& os);
 void showValue(const OpCall& v, std::ostream& os);
 void showValue(const OpCase& v, std::ostream& os);
+
+/// What a sampler asks of one tensor's values and layout beyond its shape
+/// and dtype.
+struct ValueSpec {
+  /// "any": normal or grid (floats; weighted 3 : 1); else one value kind of
+  /// TensorLayout::values.
+  std::string kind = "any";
+  int64_t high = 0;       ///< index: values in [0, high)
+  bool specials = true;   ///< may carry special values (where the limits allow; floats of kinds any, normal, grid only)
+  bool expand = true;     ///< may be expanded (stride 0); never for sorted values
+};
 
 namespace gen {
 
@@ -106,10 +119,11 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
 
 /// A layout for a view of exactly `shape`: contiguous (weighted), permuted
 /// (transpose / permute of a contiguous base), sliced (steps 2 or 3),
-/// expanded (stride 0 where `allowExpand`), with a storage offset of 0..7
-/// elements, values from a seed, and (float dtypes) special values.
+/// expanded (stride 0, where `v.expand`), with a storage offset of 0..7
+/// elements, values from a seed as `v` says, and (float dtypes) special
+/// values.
 rc::Gen<TensorLayout> layout(std::vector<int64_t> shape, std::string dtype, const LayoutLimits& lim,
-                             bool allowExpand = true);
+                             ValueSpec v = {});
 
 /// A shape that broadcasts to `shape`: some leading dims dropped, some dims
 /// set to 1.

@@ -1,5 +1,7 @@
 #include "reports/report.h"
 
+#include "suites/registry.h"
+
 #include <map>
 
 #include <cstdio>
@@ -10,28 +12,9 @@
 
 namespace flagprop {
 
-namespace {
-// The status a manifest's `expect` names for a result, most specific key
-// first (P5/op/dtype, P5/op, P5); "" when none does.
-std::string expectFor(const json& target, const json& result) {
-  const std::string prop = result.value("property", "");
-  const json expect = target.value("expect", json::object());
-  std::vector<std::string> keys;
-  if (result.contains("op")) {
-    const std::string op = result.value("op", ""), dtype = result.value("dtype", "");
-    keys = {prop + "/" + op + "/" + dtype, prop + "/" + op};
-  }
-  keys.push_back(prop);
-  for (const auto& k : keys)
-    if (expect.contains(k)) return expect.at(k).get<std::string>();
-  return "";
-}
-}  // namespace
-
 bool resultExpected(const json& target, const json& result) {
-  const std::string status = result.value("status", "");
-  const std::string want = expectFor(target, result);
-  return want.empty() ? status == "pass" || status == "skip" : want == status;
+  return statusExpected(target.value("expect", json::object()), result.value("status", ""), result.value("property", ""),
+                        result.value("op", ""), result.value("dtype", ""));
 }
 
 json mergeReport(const json& targets, const json& runInfo) {
@@ -83,8 +66,9 @@ std::string cell(std::string s, size_t max = 110) {
 
 namespace {
 // The status a manifest's `expect` wants for a result (pass when unnamed).
-std::string expectedStatus(const json& target, const json& r) {
-  const std::string want = expectFor(target, r);
+std::string expectedStatusOf(const json& target, const json& r) {
+  const std::string want = expectedStatus(target.value("expect", json::object()), r.value("property", ""),
+                                          r.value("op", ""), r.value("dtype", ""));
   return want.empty() ? "pass" : want;
 }
 
@@ -94,10 +78,7 @@ std::string resultLabel(const json& r) {
   return l;
 }
 
-std::string replayId(const json& r) {
-  if (!r.contains("op")) return r.value("property", "");
-  return r.value("property", "") + "/" + r.value("op", "") + "/" + r.value("dtype", "");
-}
+std::string replayId(const json& r) { return r.value("key", r.value("property", "")); }
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;
@@ -127,7 +108,7 @@ void opTable(std::ostringstream& md, const json& t) {
       }
       const json& r = it->second;
       md << " | **" << r.value("status", "") << "**";
-      if (!resultExpected(t, r)) md << " (expected " << expectedStatus(t, r) << ")";
+      if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
       cases += (cases.empty() ? "" : " / ") + std::to_string(r.value("cases_run", 0));
       const json o = r.value("observations", json::object());
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
@@ -170,8 +151,9 @@ std::string renderMarkdown(const json& report) {
   {
     std::string manifests;
     for (const auto& m : prov.value("manifests", json::array())) manifests += " --manifest " + m.get<std::string>();
-    md << "- seed: `" << prov.value("seed", json(0)).dump() << "` (rerun the whole run: `" << exe << " run" << manifests
-       << " --seed " << prov.value("seed", json(0)).dump() << " --report-dir flagprop-rerun`)\n";
+    const std::string seed = prov.value("seed", std::string("?"));
+    md << "- seed: `" << seed << "` (rerun the whole run: `" << exe << " run" << manifests << " --seed " << seed
+       << " --report-dir flagprop-rerun`)\n";
   }
   if (prov.contains("versions")) md << "- versions: `" << prov.at("versions").dump() << "`\n";
   const auto& s = report.at("summary");
@@ -194,7 +176,7 @@ std::string renderMarkdown(const json& report) {
     if (installerResults) md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
     for (const auto& r : t.at("results")) {
       if (r.contains("op")) continue;
-      md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatus(t, r) << " | "
+      md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatusOf(t, r) << " | "
          << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
     }
     md << "\n";
@@ -234,7 +216,9 @@ std::string renderMarkdown(const json& report) {
 }
 
 void printSummary(const json& report, std::ostream& os) {
-  os << "\n" << std::left << std::setw(30) << "target" << " P1      P2      P3      P4      P5         P6\n";
+  os << "\n" << std::left << std::setw(30) << "target";
+  for (const auto& p : properties()) os << " " << std::setw(p.scope == PropertyDef::Scope::Op ? 10 : 7) << p.id;
+  os << "\n";
   std::vector<std::string> failing;
   for (const auto& t : report.at("targets")) {
     const std::string name = t.value("name", "?");
@@ -243,7 +227,8 @@ void printSummary(const json& report, std::ostream& os) {
       os << " error! (target error, see above and report.md)\n";
       continue;
     }
-    for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"}) {
+    for (const auto& def : properties()) {
+      const std::string p = def.id;
       // P5 / P6 hold one result per op and dtype: the worst status, with
       // how many runs had it.
       std::string st = "-";
@@ -263,30 +248,20 @@ void printSummary(const json& report, std::ostream& os) {
         }
         if (!resultExpected(t, r)) {
           unexpected = true;
-          failing.push_back(name + ": " + resultLabel(r) + ": " + rs + " (expected " + expectedStatus(t, r) + ")");
+          failing.push_back(name + ": " + resultLabel(r) + ": " + rs + " (expected " + expectedStatusOf(t, r) + ")");
         }
       }
       if (runs > 1) st += " " + std::to_string(worstCount) + "/" + std::to_string(runs);
       if (unexpected) st += "!";
-      os << " " << std::setw(std::string(p) == "P5" ? 10 : 7) << st;
+      os << " " << std::setw(def.scope == PropertyDef::Scope::Op ? 10 : 7) << st;
     }
+    if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
     os << "\n";
   }
   const auto& s = report.at("summary");
   os << "\nresults " << s.at("results").dump() << ", target errors " << s.value("target_errors", 0)
      << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
   for (const auto& f : failing) os << "  unexpected: " << f << "\n";
-}
-
-void writeText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw std::runtime_error("cannot write " + path);
-    out << text;
-    if (!out) throw std::runtime_error("cannot write " + path);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace flagprop

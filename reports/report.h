@@ -10,9 +10,8 @@ namespace flagprop {
 
 using json = nlohmann::json;
 
-/// Whether a target result is what its manifest expects: with an `expect`
-/// entry for the property, status must equal it; without one, status must be
-/// pass or skip.
+/// Whether a target result is what its manifest expects (the target
+/// document's `expect`, by statusExpected).
 bool resultExpected(const json& target, const json& result);
 
 /// Builds the merged report from per-target JSON documents (each as written by
@@ -27,9 +26,5 @@ std::string renderMarkdown(const json& report);
 
 /// The console summary printed at the end of `flagprop run`.
 void printSummary(const json& report, std::ostream& os);
-
-/// Writes `text` to `path` atomically (temp file + rename). Throws
-/// std::runtime_error naming the path on failure.
-void writeText(const std::string& path, const std::string& text);
 
 }  // namespace flagprop

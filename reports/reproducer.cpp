@@ -1,10 +1,8 @@
 #include "reports/reproducer.h"
 
-#include "matrix/manifest.h"
-#include "ops/catalog.h"
+#include "core/files.h"
 
 #include <filesystem>
-#include <fstream>
 
 #ifndef FLAGPROP_SOURCE_DIR
 #error "FLAGPROP_SOURCE_DIR must be defined by the build"
@@ -15,83 +13,78 @@ namespace fs = std::filesystem;
 namespace flagprop {
 
 namespace {
+
 // A JSON string literal is also a valid Python string literal.
 std::string pyString(const std::string& s) { return json(s).dump(); }
 std::string pyJson(const json& j) { return "json.loads(" + pyString(j.dump()) + ")"; }
+
+// flagprop's Python modules a reproducer embeds, in the order they run:
+// (module, is a package, source file under the source tree).
+struct Embedded {
+  const char* module;
+  bool package;
+  const char* file;
+};
+const Embedded kEmbedded[] = {
+    {"flagprop_mocks", true, "mocks/flagprop_mocks/__init__.py"},
+    {"flagprop_mocks.spec", false, "mocks/flagprop_mocks/spec.py"},
+    {"flagprop_mocks.libentry", false, "mocks/flagprop_mocks/libentry.py"},
+    {"flagprop", true, "python/flagprop/__init__.py"},
+    {"flagprop.loader", false, "python/flagprop/loader.py"},
+    {"flagprop.observe", false, "python/flagprop/observe.py"},
+    {"flagprop.verdicts", false, "python/flagprop/verdicts.py"},
+    {"flagprop.launch", false, "python/flagprop/launch.py"},
+    {"flagprop.session", false, "python/flagprop/session.py"},
+    {"flagprop.ops", false, "python/flagprop/ops.py"},
+    {"flagprop.checks", false, "python/flagprop/checks.py"},
+};
+
+// Modules run in this order; a package's own code runs after its submodules
+// (its __init__ imports them).
+std::string modulesTable() {
+  const std::string src = FLAGPROP_SOURCE_DIR;
+  std::string out = "_MODULES = [\n";
+  auto emit = [&](const Embedded& m) {
+    out += "    (" + pyString(m.module) + ", " + (m.package ? "True" : "False") + ", " +
+           pyString(readFile(src + "/" + m.file)) + "),\n";
+  };
+  for (const auto& m : kEmbedded)
+    if (std::string(m.module).rfind("flagprop_mocks.", 0) == 0) emit(m);
+  for (const auto& m : kEmbedded)
+    if (std::string(m.module).rfind("flagprop_mocks.", 0) != 0) emit(m);
+  return out + "]\n";
+}
+
 }  // namespace
 
-std::string writeReproducer(const std::string& dir, const TargetSession& session, const PropertyOutcome& outcome,
-                            const FailureRecord& failure) {
+std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
+                            const PropertyOutcome& outcome) {
   fs::create_directories(dir);
-  const Target& t = session.target();
+  const std::string name = target.value("name", std::string("target"));
   // Two manifests may share a name: the manifest path's hash keeps their files apart.
-  const std::string tag = std::to_string(std::hash<std::string>{}(t.manifestPath) % 10000);
-  const bool opKind = failure.reproKind == "op";
-  std::string id = outcome.property + (outcome.op.empty() ? "" : "_" + outcome.op + "_" + outcome.dtype);
+  const std::string tag = std::to_string(std::hash<std::string>{}(target.value("manifest", std::string())) % 10000);
+  std::string id = outcome.key();
   for (auto& ch : id)
     if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
-  const std::string path = (fs::path(dir) / ("repro_" + t.name + "_" + id + "_" + tag + ".py")).string();
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write reproducer " + path);
-  const std::string pyDir = pythonPackageDir() + "/flagprop";
-  out << "#!/usr/bin/env python3\n"
-      << "\"\"\"flagprop reproducer: " << outcome.property << " (" << outcome.title << ") on target " << t.name << ".\n\n"
-      << "Finding: " << json(outcome.reason).dump().substr(1, std::min<size_t>(json(outcome.reason).dump().size() - 2, 400))
-      << "\n\nRun with plain python3 (needs torch; flagprop is not needed: its small\n"
-      << "helper modules -- its own code -- are embedded below). Exits 1 when the\n"
-      << "failure reproduces, 0 when it does not, 2 when the installer file is missing,\n"
-      << "3 when it cannot run here (e.g. no torch).\n"
-      << "RapidCheck replay inside flagprop: --reproduce " << outcome.reproduce << "\n\"\"\"\n\n"
-      << "import json\nimport sys\nimport types\n\n"
-      << "TARGET_NAME = " << pyString(t.name) << "\n"
-      << "PROPERTY = " << pyString(outcome.property) << "\n"
-      << "REASON = " << pyString(outcome.reason) << "\n"
-      << "KIND = " << pyString(failure.reproKind) << "\n"
-      << "TARGET = " << pyJson(toJson(session.targetDict())) << "\n"
-      << "INSTALLER_SHA256 = " << pyString(session.provenance().value("installer_sha256", "")) << "\n"
-      << "GATE_BUILDS = " << pyJson(t.gateBuilds) << "\n"
-      << "REPORTS_ONCE = " << (t.reportsOnce ? "True" : "False") << "\n"
-      << "DEFAULT_GATES = " << pyJson(toJson(session.defaultGates())) << "\n"
-      << "CASE = " << pyJson(failure.caseJson) << "\n";
-  if (opKind) {
-    // Tolerances of the counterexample's outputs, from the catalog entry.
-    const OpEntry* e = findOp(outcome.op);
-    json tol = json::array();
-    if (e) {
-      const OpCase c = opCaseFromJson(failure.caseJson);
-      const json& calls = failure.observations.value("calls", json::array());
-      for (size_t k = 0; k < c.calls.size(); ++k) {
-        json per = json::array();
-        const json expected = k < calls.size() ? calls[k].value("expected", json::array()) : json::array();
-        for (size_t i = 0; i < expected.size(); ++i) {
-          const Tolerance tl = e->tolerance(c.dtype, expected[i].value("dtype", ""), i, c.calls[k]);
-          per.push_back({tl.rtol, tl.atol});
-        }
-        tol.push_back(per);
-      }
-    }
-    out << "DEVICE = " << pyString(t.device) << "\n"
-        << "UPCAST = " << (e && e->upcast ? "True" : "False") << "\n"
-        << "TOLERANCES = " << pyJson(tol) << "\n";
-  }
-  out << "\n"
-      << "# flagprop's own helper modules (python/flagprop), embedded verbatim.\n"
-      << "_SOURCES = {\n";
-  for (const char* m : {"mocks", "loader", "observe", "launch", "session", "ops"})
-    out << "    " << pyString(m) << ": " << pyString(readFile(pyDir + "/" + m + ".py")) << ",\n";
-  out << "}\n\n\n"
-      << "def _load_helpers():\n"
-      << "    pkg = types.ModuleType(\"flagprop\")\n"
-      << "    pkg.__path__ = []\n"
-      << "    sys.modules[\"flagprop\"] = pkg\n"
-      << "    for name in (\"mocks\", \"loader\", \"observe\", \"launch\", \"session\", \"ops\"):\n"
-      << "        mod = types.ModuleType(\"flagprop.\" + name)\n"
-      << "        mod.__package__ = \"flagprop\"\n"
-      << "        sys.modules[mod.__name__] = mod\n"
-      << "        setattr(pkg, name, mod)\n"
-      << "        exec(compile(_SOURCES[name], \"<flagprop.\" + name + \">\", \"exec\"), mod.__dict__)\n\n\n"
-      << readFile(std::string(FLAGPROP_SOURCE_DIR) + (opKind ? "/reports/repro_ops.py.in" : "/reports/repro_main.py.in"));
-  if (!out) throw std::runtime_error("cannot write reproducer " + path);
+  const std::string path = (fs::path(dir) / ("repro_" + name + "_" + id + "_" + tag + ".py")).string();
+  std::string text = "#!/usr/bin/env python3\n\"\"\"flagprop reproducer: " + outcome.key() + " (" + outcome.title +
+                     ") on target " + name + ".\n\nFinding: " + outcome.reason.substr(0, 400) +
+                     "\n\nRun it with the python3 that has torch (flagprop is not needed: its Python modules\n"
+                     "are embedded below). Exits 1 when the failure reproduces, 0 when it does not,\n"
+                     "2 when a file of the target is missing, 3 when it cannot run here.\n\"\"\"\n\n"
+                     "import json\nimport sys\nimport types\n\n";
+  text += "TARGET_NAME = " + pyString(name) + "\n";
+  text += "KEY = " + pyString(outcome.key()) + "\n";
+  text += "PROPERTY = " + pyString(outcome.property) + "\n";
+  text += "REASON = " + pyString(outcome.reason) + "\n";
+  text += "KIND = " + pyString(outcome.checkKind) + "\n";
+  text += "TARGET = " + pyJson(target) + "\n";
+  text += "INSTALLER_SHA256 = " + pyString(provenance.value("installer_sha256", std::string())) + "\n";
+  text += "CASE = " + pyJson(outcome.counterexample) + "\n";
+  text += "JUDGING = " + pyJson(outcome.judging) + "\n\n";
+  text += modulesTable();
+  text += readFile(std::string(FLAGPROP_SOURCE_DIR) + "/reports/reproducer.py.in");
+  writeText(path, text);
   return path;
 }
 

@@ -7,13 +7,17 @@
 
 namespace flagprop {
 
-/// Writes `<dir>/repro_<target>_<property>.py`, a script that rebuilds the
-/// shrunk case with plain `python3` (torch only; flagprop's own helper
-/// modules are embedded verbatim), loads the same installer file (its SHA256
-/// is checked and printed), prints the observations and exits 1 when the
-/// failure reproduces, 0 when it does not. Returns the path. Throws
-/// std::runtime_error if the file cannot be written.
-std::string writeReproducer(const std::string& dir, const TargetSession& session, const PropertyOutcome& outcome,
-                            const FailureRecord& failure);
+/// Writes `<dir>/repro_<target>_<run key>_<n>.py`: a script that rebuilds
+/// the shrunk case of `outcome` with plain `python3` (torch only; flagprop's
+/// own Python modules are embedded verbatim, so it observes and judges the
+/// case with the very functions the suite used: flagprop.checks), loads the
+/// same installer file (its SHA256 is printed and compared), prints what it
+/// sees and exits 1 when the failure reproduces, 0 when it does not, 2 when
+/// a file of the target is missing and 3 when it cannot run here (e.g. no
+/// torch, no device). `target` is the target document's `target`
+/// (Target::toJson) and `provenance` its provenance. Returns the path.
+/// Throws FileError if the file cannot be written.
+std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
+                            const PropertyOutcome& outcome);
 
 }  // namespace flagprop

@@ -1,5 +1,9 @@
-"""flagprop's Python half: mocks, target loading and observation.
+"""flagprop's Python half: target loading, observation and verdicts.
 
 Loaded by the flagprop C++ harness into its embedded interpreter; also
-embedded verbatim into every standalone reproducer it writes.
+embedded verbatim into every standalone reproducer it writes. Modules:
+``loader`` (source and installed mode), ``observe`` (installer calls),
+``session`` (P1-P4 cases), ``launch`` (P3 / P4 drivers), ``ops`` (P5 / P6
+inputs, calls and the CPU reference), ``verdicts`` (every judgement),
+``checks`` (each property's observer paired with its verdict).
 """

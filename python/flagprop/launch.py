@@ -7,9 +7,8 @@ and *B* on a fresh, never-patched copy of the mocks. It returns raw facts only.
 
 import sys
 
+import flagprop_mocks as mocks
 import torch
-
-from . import mocks
 
 
 def _materialize(arg, desc_cls):
@@ -33,11 +32,6 @@ def _materialize(arg, desc_cls):
 # Descriptor-like object of another class that happens to share the name.
 _DuckDescriptor = type("TensorDescriptor", (), {"__init__": mocks.MockTensorDescriptor.__init__})
 
-
-
-def _stock_entry(spec):
-    mods = mocks.build(spec)
-    return mods["flag_gems.utils.libentry"].make_entry()
 
 
 def _outcome(fn, *args, **kwargs):
@@ -138,8 +132,8 @@ def compare_keys(spec, spec_args, dns_args, const_args, before=None):
             "memo_mismatches": memo}
 
 
-def _cache(entry):
-    dev = sys.modules["flag_gems.runtime"].torch_device_fn.current_device()
+def _cache(entry, runtime):
+    dev = runtime.torch_device_fn.current_device()
     return entry._cpu_cache if dev == "cpu" else entry.kernel_cache[dev]
 
 
@@ -155,7 +149,6 @@ def run_launches(spec, launches_a, launches_b):
     the launch are the same set).
     """
     le = sys.modules["flag_gems.utils.libentry"]
-    runtime_b = None
     a_entry = le.make_entry()
     b_mods = mocks.build(spec)
     b_entry = b_mods["flag_gems.utils.libentry"].make_entry()
@@ -163,7 +156,7 @@ def run_launches(spec, launches_a, launches_b):
     out = []
     for la, lb in zip(launches_a, launches_b):
         before_runs = le.WITNESS["run"]
-        cache_a = _cache(a_entry)
+        cache_a = _cache(a_entry, sys.modules["flag_gems.runtime"])
         n_before = len(cache_a)
         res = {"kind": la["kind"], "raised_a": "", "raised_b": ""}
         rets = {}
@@ -200,8 +193,7 @@ def run_launches(spec, launches_a, launches_b):
         )
         res["a_out"] = float(oa.flatten()[0]) if oa is not None and oa.numel() else 0.0
         res["b_out"] = float(ob.flatten()[0]) if ob is not None and ob.numel() else 0.0
-        dev_b = runtime_b.torch_device_fn.current_device()
-        cache_b = b_entry._cpu_cache if dev_b == "cpu" else b_entry.kernel_cache[dev_b]
+        cache_b = _cache(b_entry, runtime_b)
         try:
             res["keys_equal"] = set(cache_a.keys()) == set(cache_b.keys())
         except TypeError:
@@ -211,10 +203,11 @@ def run_launches(spec, launches_a, launches_b):
 
 
 def make_tensor(dtype, numel, offset, seed):
-    """The tensor a generated tensor argument describes (same values as the C++
-    bridge's makeTensorArg): ``numel`` elements ``offset`` elements into a fresh
-    1-D storage, value ``0.25 * i + seed % 97 - 3`` cast to ``dtype`` (for bool:
-    ``(value mod 2) >= 1``)."""
+    """The tensor a generated tensor argument describes: ``numel`` elements
+    ``offset`` elements into a fresh 1-D storage (so ``data_ptr()`` is
+    misaligned for a 16-byte divisibility whenever ``offset * itemsize % 16``
+    is not 0), value ``0.25 * i + seed % 97 - 3`` cast to ``dtype`` (for
+    bool: ``(value mod 2) >= 1``)."""
     total = numel + offset
     base = torch.arange(total, dtype=torch.float64) * 0.25 + float(seed % 97) - 3.0
     if dtype == "bool":

@@ -1,6 +1,6 @@
 """Loading the code under test: source mode and installed mode.
 
-Source mode (DESIGN.md, "Loading the code under test"): a target's
+Source mode (docs/design.md, "Loading the code under test"): a target's
 ``torch_fl/flagos/__init__.py`` (any pin, or one of flagprop's own fixture
 installers) is executed as module ``torch_fl.flagos`` inside a synthetic
 ``torch_fl`` package. The package's compiled parts (``_C``) and the
@@ -14,7 +14,6 @@ empty ``__path__``.
 Installed mode imports the module a user would and reads the real gates.
 """
 
-import hashlib
 import importlib
 import importlib.machinery
 import os
@@ -26,15 +25,6 @@ _CODE_CACHE = {}
 
 class LoadError(Exception):
     """A target could not be loaded; the message is one line naming the cause."""
-
-
-def sha256_file(path):
-    """SHA256 (hex) of the file at ``path``; raises LoadError if unreadable."""
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError as e:
-        raise LoadError("cannot read %s: %s" % (path, e.strerror)) from None
 
 
 def _compiled(path):

@@ -1,11 +1,12 @@
 """Python half of the installer properties: raw observations, no verdicts.
 
-flagprop's C++ suites decide pass / fail; this module only watches. Every
+``flagprop.verdicts`` decides pass / fail; this module only watches. Every
 function returns plain data (dicts, lists, str, int, bool) so the C++ side can
 read it without knowing Python types.
 
-Components of the pointwise-dispatch installer (DESIGN.md, "The problem it
-exists for"; the ``type_promotion`` memo is in the newer public installer):
+Components of the pointwise-dispatch installer (docs/design.md, "The
+installer contract"); which of them an installer version has is read from
+its source (``claimed_components``):
 
 =====================  ==========================================  ===================
 component              where it lives                              marker
@@ -18,7 +19,10 @@ broadcast_memo         torch.broadcast_shapes                      _torch_fl_mem
 =====================  ==========================================  ===================
 """
 
+import ast
+import inspect
 import logging
+import os
 import sys
 import warnings
 
@@ -303,3 +307,99 @@ def witness():
     le = sys.modules.get("flag_gems.utils.libentry")
     w = getattr(le, "WITNESS", None)
     return dict(w) if w is not None else {}
+
+
+# Where each component lives, as the installer rebinds it: the attribute name,
+# and for LibEntry's methods the class the attribute is set on.
+_REBINDS = {
+    "descriptor_helper": ("_descriptor_cache_key", None),
+    "key": ("key", "LibEntry"),
+    "type_promotion_memo": ("type_promotion", None),
+    "run": ("run", "LibEntry"),
+    "broadcast_memo": ("broadcast_shapes", None),
+}
+
+
+def _owner_name(node):
+    """The last name of an attribute chain or name (``a.b.LibEntry`` ->
+    ``LibEntry``), or None."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _rebound(tree):
+    """Component names whose attribute ``tree`` assigns (``x.attr = ...`` or
+    ``setattr(x, "attr", ...)``)."""
+    found = set()
+
+    def note(owner, attr):
+        for comp, (name, cls) in _REBINDS.items():
+            if attr == name and (cls is None or _owner_name(owner) == cls):
+                found.add(comp)
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Attribute):
+                    note(t.value, t.attr)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+              and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+            note(node.args[0], node.args[1].value)
+    return found
+
+
+_CLAIMS = {}
+
+
+def claimed_components(module, function):
+    """Which components the installer ``module.function`` has, read from the
+    module's source: the components whose attribute is rebound (assigned, or
+    set with ``setattr`` and a literal name) in the installer function or in
+    any module-level function it calls by name, transitively.
+
+    Returns ``{"components": [...], "how": text}``, or ``None`` when the
+    source cannot be read or parsed (then every component counts). Cached
+    per file (path, modification time, size) and function."""
+    path = getattr(module, "__file__", None)
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        st = None
+    key = (path, st.st_mtime_ns, st.st_size, function) if st else None
+    if key is not None and key in _CLAIMS:
+        return _CLAIMS[key]
+    result = _read_claims(module, function)
+    if key is not None:
+        _CLAIMS[key] = result
+    return result
+
+
+def _read_claims(module, function):
+    try:
+        src = inspect.getsource(module)
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return None
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if function not in defs:
+        return None
+    seen, todo, found = set(), [function], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        found |= _rebound(defs[name])
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
+                todo.append(node.func.id)
+    order = [c for c, _ in COMPONENTS]
+    return {
+        "components": [c for c in order if c in found],
+        "how": "read from %s: attributes rebound by %s() and the %d module function(s) it calls"
+               % (getattr(module, "__file__", module.__name__), function, len(seen) - 1),
+    }

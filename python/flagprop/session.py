@@ -1,16 +1,19 @@
-"""One generated case against one target, from loading to raw observations.
+"""One generated installer case (P1-P4) against one target: raw observations.
 
-``target`` is the dict form of a flagprop target manifest (see
-matrix/manifest.h): ``installer`` {mode, module, function, path},
-``flag_gems`` {kind, path}, ``supply_helper``. The caller (the C++ sandbox, or
-a standalone reproducer) restores interpreter state afterwards.
+``target`` is a target's dict form (``Target::toJson`` in targets/manifest.h,
+the same dict the reports record): ``installer`` {mode, module, function,
+path, python_path, globals}, ``flag_gems`` {kind, path, supply_helper},
+``device``, ``ops``. The caller (the C++ sandbox, or a standalone reproducer)
+restores interpreter state afterwards. Verdicts are ``flagprop.verdicts``'.
 """
 
 import importlib
 import importlib.util
 import sys
 
-from . import launch, loader, mocks, observe
+import flagprop_mocks as mocks
+
+from . import launch, loader, observe, verdicts
 
 
 def supplied_descriptor_cache_key(arg):
@@ -26,23 +29,27 @@ def supplied_descriptor_cache_key(arg):
 
 def prepare_flag_gems(target, spec):
     """Make ``flag_gems`` importable for this case: the mocks built from
-    ``spec``, or the real package (already on sys.path) plus, when asked, the
-    supplied helper."""
-    kind = target["flag_gems"]["kind"]
-    if kind == "mock":
+    ``spec``, or the real package (already on sys.path) plus, when the target
+    asks for it, the supplied helper."""
+    fg = target["flag_gems"]
+    if fg["kind"] == "mock":
         mocks.install(spec)
         return
     le = importlib.import_module("flag_gems.utils.libentry")
-    if target.get("supply_helper") and "_descriptor_cache_key" not in le.__dict__:
+    if fg.get("supply_helper") and "_descriptor_cache_key" not in le.__dict__:
         le._descriptor_cache_key = supplied_descriptor_cache_key
+
+
+def _python_path(inst):
+    for folder in reversed(inst.get("python_path") or []):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
 
 
 def load_installer(target, gates):
     """(module, installer callable) for the target under ``gates``."""
     inst = target["installer"]
-    for folder in reversed(inst.get("python_path") or []):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    _python_path(inst)
     if inst["mode"] == "source":
         mod = loader.load_source(inst["path"], inst["module"], gates, inst.get("globals"))
     else:
@@ -50,16 +57,51 @@ def load_installer(target, gates):
     return mod, loader.installer(mod, inst["function"])
 
 
+def _claimed(target, mod):
+    """What the installer version has: read from its source, else declared
+    by the manifest (``installer.components``), else None (every component
+    counts). Returns (components or None, how)."""
+    found = observe.claimed_components(mod, target["installer"]["function"])
+    if found is not None:
+        return found["components"], found["how"]
+    declared = target["installer"].get("components") or []
+    if declared:
+        return declared, "declared in the manifest (installer.components); the source could not be read"
+    return None, "installer source not readable and nothing declared: every component counts"
+
+
+def claims(target, gates):
+    """What the target's installer version has, checked against what the
+    manifest declares (``installer.components``). Returns {components, how}
+    or {error: one line} when the declaration names unknown components or
+    differs from the source."""
+    mod, _fn = load_installer(target, gates)
+    declared = target["installer"].get("components") or []
+    known = [c for c, _ in observe.COMPONENTS]
+    unknown = [c for c in declared if c not in known]
+    if unknown:
+        return {"error": "installer.components names unknown component(s) %s (known: %s)"
+                         % (", ".join(unknown), ", ".join(known))}
+    components, how = _claimed(target, mod)
+    if declared and components is not None and sorted(declared) != sorted(components):
+        return {"error": "installer.components declares %s, but the installer source rebinds %s (%s)"
+                         % (", ".join(declared), ", ".join(components) or "none", how)}
+    return {"components": components, "how": how}
+
+
 def install_case(target, spec, gates, installs):
     """Install ``installs`` (1 or 2) times and observe each.
 
-    Returns {helper, calls: [call_installer dicts], components: [per call],
-    identities: [per call], witness}.
+    Returns {helper, claims (component names or None), claims_how, calls:
+    [call_installer dicts], components: [per call], identities: [per call],
+    witness}.
     """
     prepare_flag_gems(target, spec)
     before = observe.snapshot()  # before loading: an installer may patch at import
     mod, fn = load_installer(target, gates)
-    out = {"helper": observe.helper_state(), "calls": [], "components": [], "identities": []}
+    components, how = _claimed(target, mod)
+    out = {"helper": observe.helper_state(), "calls": [], "components": [], "identities": [],
+           "claims": components, "claims_how": how}
     for _ in range(installs):
         out["calls"].append(observe.call_installer(fn, mod))
         out["components"].append(observe.components_after(before))
@@ -68,19 +110,15 @@ def install_case(target, spec, gates, installs):
     return out
 
 
-def _active(components):
-    return all(components[c]["changed"] and components[c]["markers"] for c in ("key", "run"))
+def install_observed(target, gates, before):
+    """Load and run the installer once; returns (call, active), where active
+    is ``verdicts.fast_path_installed`` against ``before`` (``observe.snapshot``)."""
+    mod, fn = load_installer(target, gates)
+    call = observe.call_installer(fn, mod)
+    return call, verdicts.fast_path_installed(observe.components_after(before))
 
 
 _MOCK_ONLY = {"note": "P3 and P4 drive flagprop's mock LibEntry kernels; they run on targets whose flag_gems kind is 'mock'"}
-
-
-def install_observed(target, gates, before):
-    """Load and run the installer once; returns (call, active), judging
-    "active" against the ``observe.snapshot()`` taken before."""
-    mod, fn = load_installer(target, gates)
-    call = observe.call_installer(fn, mod)
-    return call, _active(observe.components_after(before))
 
 
 def _install_once(target, spec, gates):
@@ -92,7 +130,8 @@ def _install_once(target, spec, gates):
 
 
 def key_case(target, spec, gates, spec_args, dns_args, const_args):
-    """Install, then compare the patched key, helper and memos with stock (P4)."""
+    """Install, then compare the patched key, helper and memos with stock (P4).
+    The argument lists hold values (``launch.value_from_json``)."""
     if target["flag_gems"]["kind"] != "mock":
         return {"active": False, "call": _MOCK_ONLY}
     call, before, active = _install_once(target, spec, gates)
@@ -103,6 +142,12 @@ def key_case(target, spec, gates, spec_args, dns_args, const_args):
     return res
 
 
+def key_case_json(target, gates, case):
+    """``key_case`` for a P4 case in its JSON form (``toJson(KeyCase)``)."""
+    vals = [[launch.value_from_json(v) for v in case[k]] for k in ("spec_args", "dns_args", "const_args")]
+    return key_case(target, case["mock"], gates, *vals)
+
+
 def launch_case(target, spec, gates, launches_a, launches_b):
     """Install, then run the launch sequence on patched and stock entries (P3)."""
     if target["flag_gems"]["kind"] != "mock":
@@ -111,6 +156,12 @@ def launch_case(target, spec, gates, launches_a, launches_b):
     if not active:
         return {"active": False, "call": call}
     return {"active": True, "launches": launch.run_launches(spec, launches_a, launches_b)}
+
+
+def launch_case_json(target, gates, case):
+    """``launch_case`` for a P3 case in its JSON form (``toJson(LaunchCase)``):
+    both launch lists come from the one builder, each with its own tensors."""
+    return launch_case(target, case["mock"], gates, launch.build_launches(case), launch.build_launches(case))
 
 
 def versions():
@@ -138,9 +189,7 @@ def versions():
 def real_gates(target):
     """The installed package's own gate values (installed mode)."""
     inst = target["installer"]
-    for folder in reversed(inst.get("python_path") or []):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    _python_path(inst)
     root = importlib.import_module(inst["module"].split(".")[0])
     return {"accelerator": str(root._build_accelerator()),
             "routes_to_flaggems": bool(root._conf_routes_to_flaggems())}

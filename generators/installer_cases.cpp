@@ -1,35 +1,23 @@
-#include "generators/cases.h"
+#include "generators/installer_cases.h"
 
 namespace flagprop {
 
-json toJson(const ParamSpec& p) {
-  json j = {{"name", p.name}, {"kind", p.kind}};
-  if (p.hasDefault) j["default"] = p.defaultValue;
-  return j;
-}
-
-json toJson(const MockSpec& m) {
-  json params = json::array();
-  for (const auto& p : m.params) params.push_back(toJson(p));
-  json j = {{"helper", m.helper},           {"key_signature", m.keySignature},
-            {"run_signature", m.runSignature}, {"cache", m.cache},
-            {"flagtune_tuner", m.flagtuneTuner}, {"divisibility", m.divisibility},
-            {"vendor", m.vendor},           {"device_count", m.deviceCount},
-            {"wrappers", m.wrappers}};
-  if (!m.params.empty()) j["params"] = params;
-  return j;
-}
-
-json toJson(const Gates& g) {
-  return {{"accelerator", g.accelerator}, {"routes_to_flaggems", g.routesToFlagGems}};
-}
-
-json toJson(const InstallCase& c) { return {{"mock", toJson(c.mock)}, {"gates", toJson(c.gates)}}; }
-
+namespace {
 std::string intText(const ArgValue& a) {
   std::string s = std::to_string(a.magnitude);
   return (a.negative && a.magnitude != 0) ? "-" + s : s;
 }
+
+json list(const std::vector<ArgValue>& v) {
+  json out = json::array();
+  for (const auto& a : v) out.push_back(toJson(a));
+  return out;
+}
+}  // namespace
+
+json toJson(const Gates& g) { return {{"accelerator", g.accelerator}, {"routes_to_flaggems", g.routesToFlagGems}}; }
+
+json toJson(const InstallCase& c) { return {{"mock", c.mock}, {"gates", toJson(c.gates)}}; }
 
 json toJson(const ArgValue& a) {
   switch (a.kind) {
@@ -47,16 +35,8 @@ json toJson(const ArgValue& a) {
   return nullptr;
 }
 
-namespace {
-json list(const std::vector<ArgValue>& v) {
-  json out = json::array();
-  for (const auto& a : v) out.push_back(toJson(a));
-  return out;
-}
-}  // namespace
-
 json toJson(const KeyCase& c) {
-  return {{"mock", toJson(c.mock)}, {"spec_args", list(c.specArgs)}, {"dns_args", list(c.dnsArgs)},
+  return {{"mock", c.mock}, {"spec_args", list(c.specArgs)}, {"dns_args", list(c.dnsArgs)},
           {"const_args", list(c.constArgs)}};
 }
 
@@ -71,10 +51,9 @@ json toJson(const LaunchCase& c) {
   for (const auto& s : c.argSets) sets.push_back(list(s));
   json launches = json::array();
   for (const auto& l : c.launches) launches.push_back(toJson(l));
-  return {{"mock", toJson(c.mock)}, {"arg_sets", sets}, {"launches", launches}};
+  return {{"mock", c.mock}, {"arg_sets", sets}, {"launches", launches}};
 }
 
-void showValue(const MockSpec& v, std::ostream& os) { os << toJson(v).dump(); }
 void showValue(const Gates& v, std::ostream& os) { os << toJson(v).dump(); }
 void showValue(const InstallCase& v, std::ostream& os) { os << toJson(v).dump(); }
 void showValue(const ArgValue& v, std::ostream& os) { os << toJson(v).dump(); }

@@ -1,65 +1,83 @@
-#include "generators/gen.h"
+#include "generators/installer_cases.h"
 
+#include "core/dtypes.h"
+#include "core/python.h"
 #include "generators/choice.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace flagprop::gen {
 
+const json& mockSchema() {
+  static const json schema = [] {
+    ensureInterpreter();
+    py::gil_scoped_acquire gil;
+    try {
+      return toJson(pyImport("flagprop_mocks").attr("SPEC_SCHEMA"));
+    } catch (const py::error_already_set& e) {
+      throw std::runtime_error("flagprop: cannot read the mock spec schema: " + describe(e));
+    }
+  }();
+  return schema;
+}
 
-rc::Gen<std::vector<ParamSpec>> params() {
+rc::Gen<json> params() {
   auto kind = weighted<std::string>({{3, "spec"}, {2, "dns"}, {2, "constexpr"}});
-  return rc::gen::mapcat(rc::gen::inRange<int>(0, 5), [kind](int extra) {
-    return rc::gen::map(
-        rc::gen::tuple(rc::gen::container<std::vector<std::string>>(extra, kind),
-                       rc::gen::container<std::vector<int>>(extra, rc::gen::inRange<int>(-1, 9))),
-        [](const std::tuple<std::vector<std::string>, std::vector<int>>& t) {
-          const auto& [kinds, defaults] = t;
-          std::vector<ParamSpec> out;
-          out.push_back({"in_ptr", "spec", false, 0});
-          for (size_t i = 0; i < kinds.size(); ++i) {
-            ParamSpec p{"a" + std::to_string(i + 1), kinds[i], false, 0};
-            if (p.kind == "constexpr" && defaults[i] >= 0) {
-              p.hasDefault = true;
-              p.defaultValue = defaults[i] * 16;
-            }
-            out.push_back(p);
-          }
-          out.push_back({"out_ptr", "spec", false, 0});
-          return out;
-        });
+  return rc::gen::exec([kind]() {
+    const int extra = *rc::gen::inRange<int>(0, 5);
+    json out = json::array({{{"name", "in_ptr"}, {"kind", "spec"}}});
+    for (int i = 0; i < extra; ++i) {
+      json p = {{"name", "a" + std::to_string(i + 1)}, {"kind", *kind}};
+      const int dflt = *rc::gen::inRange<int>(-1, 9);
+      if (p["kind"] == "constexpr" && dflt >= 0) p["default"] = dflt * 16;
+      out.push_back(p);
+    }
+    out.push_back({{"name", "out_ptr"}, {"kind", "spec"}});
+    return out;
   });
 }
 
-rc::Gen<MockSpec> mockSpec(std::optional<std::string> helper) {
-  auto helperGen = helper ? rc::gen::just(*helper)
-                          : weighted<std::string>({{3, "present"}, {3, "absent"}, {1, "raising"}, {1, "wrong_signature"}});
-  return rc::gen::build<MockSpec>(
-      rc::gen::set(&MockSpec::helper, helperGen),
-      rc::gen::set(&MockSpec::keySignature, element<std::string>("standard", "extra_keyword")),
-      rc::gen::set(&MockSpec::runSignature, element<std::string>("standard", "grid_keyword")),
-      rc::gen::set(&MockSpec::cache, element<std::string>("tuple", "cpu")),
-      rc::gen::set(&MockSpec::flagtuneTuner, weighted<bool>({{4, false}, {1, true}})),
-      rc::gen::set(&MockSpec::divisibility, element(16, 8, 32, 1)),
-      rc::gen::set(&MockSpec::vendor, element<std::string>("nvidia", "hygon", "metax", "ascend")),
-      rc::gen::set(&MockSpec::deviceCount, rc::gen::inRange(1, 3)),
-      rc::gen::set(&MockSpec::params, params()),
-      rc::gen::set(&MockSpec::wrappers,
-                   weighted<std::vector<std::string>>({{6, {}}, {1, {"autotuner"}}, {1, {"heuristics"}}, {1, {"hook"}}})));
+rc::Gen<json> mockSpec(const json& schema, const json& fixed) {
+  std::vector<std::pair<std::string, rc::Gen<json>>> fields;
+  for (auto it = schema.begin(); it != schema.end(); ++it) {
+    if (fixed.contains(it.key())) continue;
+    if (it.value().contains("values")) {
+      std::vector<std::pair<int, json>> choices;
+      for (const auto& v : it.value().at("values")) choices.emplace_back(v.at(1).get<int>(), v.at(0));
+      fields.emplace_back(it.key(), weighted<json>(choices));
+    } else if (it.value().value("generator", "") == "params") {
+      fields.emplace_back(it.key(), params());
+    } else {
+      throw std::runtime_error("flagprop: mock spec field '" + it.key() + "' has neither values nor a known generator");
+    }
+  }
+  return rc::gen::exec([fields, fixed]() {
+    json spec = fixed;
+    for (const auto& [name, g] : fields) spec[name] = *g;
+    return spec;
+  });
 }
 
 rc::Gen<Gates> gates(std::optional<Gates> fixed) {
   if (fixed) return rc::gen::just(*fixed);
   return rc::gen::build<Gates>(
-      rc::gen::set(&Gates::accelerator,
-                   weighted<std::string>({{6, "dcu"}, {2, "cuda"}, {1, "cpu"}, {1, "npu"}})),
+      rc::gen::set(&Gates::accelerator, weighted<std::string>({{6, "dcu"}, {2, "cuda"}, {1, "cpu"}, {1, "npu"}})),
       rc::gen::set(&Gates::routesToFlagGems, weighted<bool>({{5, true}, {1, false}})));
 }
 
-rc::Gen<InstallCase> installCase(std::optional<Gates> fixed) {
-  return rc::gen::build<InstallCase>(rc::gen::set(&InstallCase::mock, mockSpec()),
+rc::Gen<InstallCase> installCases(const json& schema, std::optional<Gates> fixed) {
+  return rc::gen::build<InstallCase>(rc::gen::set(&InstallCase::mock, mockSpec(schema)),
                                      rc::gen::set(&InstallCase::gates, gates(fixed)));
 }
+
+namespace {
+std::vector<std::string> dtypeNames() {
+  std::vector<std::string> out;
+  for (const auto& d : dtypes()) out.emplace_back(d.name);
+  return out;
+}
+}  // namespace
 
 rc::Gen<ArgValue> boundaryInt() {
   const std::vector<uint64_t> bases = {0ull,
@@ -70,7 +88,7 @@ rc::Gen<ArgValue> boundaryInt() {
                                        (1ull << 63) - 1,
                                        1ull << 63,
                                        ~0ull};
-  return rc::gen::map(rc::gen::tuple(uniform(rc::gen::elementOf(bases)), uniform(rc::gen::inRange<int>(-2, 3)),
+  return rc::gen::map(rc::gen::tuple(atNominalSize(rc::gen::elementOf(bases)), atNominalSize(rc::gen::inRange<int>(-2, 3)),
                                      rc::gen::arbitrary<bool>()),
                       [](const std::tuple<uint64_t, int, bool>& t) {
                         auto [base, delta, negative] = t;
@@ -87,8 +105,7 @@ rc::Gen<ArgValue> boundaryInt() {
 
 rc::Gen<ArgValue> tensorArg() {
   return rc::gen::map(
-      rc::gen::tuple(element<std::string>("float32", "float16", "bfloat16", "float64", "int32", "int64",
-                                                   "int8", "uint8", "bool"),
+      rc::gen::tuple(atNominalSize(rc::gen::elementOf(dtypeNames())),
                      rc::gen::inRange<int64_t>(0, 65), rc::gen::inRange<int64_t>(0, 6), rc::gen::inRange(0, 50)),
       [](const std::tuple<std::string, int64_t, int64_t, int>& t) {
         ArgValue a;
@@ -144,20 +161,21 @@ rc::Gen<ArgValue> keyArg() {
                                            {1, descriptorArg()}});
 }
 
-rc::Gen<KeyCase> keyCase() {
+rc::Gen<KeyCase> keyCases(const json& schema) {
   auto section = rc::gen::mapcat(rc::gen::inRange(0, 5), [](int n) {
     return rc::gen::container<std::vector<ArgValue>>(n, keyArg());
   });
-  return rc::gen::build<KeyCase>(rc::gen::set(&KeyCase::mock, mockSpec(std::string("present"))),
+  return rc::gen::build<KeyCase>(rc::gen::set(&KeyCase::mock, mockSpec(schema, {{"helper", "present"}})),
                                  rc::gen::set(&KeyCase::specArgs, section),
                                  rc::gen::set(&KeyCase::dnsArgs, section),
                                  rc::gen::set(&KeyCase::constArgs, section));
 }
 
 namespace {
-rc::Gen<ArgValue> valueFor(const ParamSpec& p) {
-  if (p.kind == "spec") return rc::gen::weightedOneOf<ArgValue>({{5, tensorArg()}, {1, boundaryInt()}});
-  if (p.kind == "dns") return rc::gen::weightedOneOf<ArgValue>({{3, boundaryInt()}, {1, simpleArg(ArgValue::Kind::Float)}});
+rc::Gen<ArgValue> valueFor(const json& p) {
+  const std::string kind = p.at("kind");
+  if (kind == "spec") return rc::gen::weightedOneOf<ArgValue>({{5, tensorArg()}, {1, boundaryInt()}});
+  if (kind == "dns") return rc::gen::weightedOneOf<ArgValue>({{3, boundaryInt()}, {1, simpleArg(ArgValue::Kind::Float)}});
   return rc::gen::map(rc::gen::inRange<int64_t>(0, 9), [](int64_t v) {
     ArgValue a;
     a.kind = ArgValue::Kind::Int;
@@ -166,7 +184,7 @@ rc::Gen<ArgValue> valueFor(const ParamSpec& p) {
   });
 }
 
-rc::Gen<std::vector<ArgValue>> argSet(const std::vector<ParamSpec>& ps) {
+rc::Gen<std::vector<ArgValue>> argSet(const json& ps) {
   std::vector<rc::Gen<ArgValue>> gens;
   for (const auto& p : ps) gens.push_back(valueFor(p));
   // Build the vector one param at a time (each keeps its own shrinking).
@@ -193,11 +211,11 @@ rc::Gen<std::vector<ArgValue>> argSet(const std::vector<ParamSpec>& ps) {
 }
 }  // namespace
 
-rc::Gen<LaunchCase> launchCase() {
-  return rc::gen::mapcat(mockSpec(std::string("present")), [](const MockSpec& spec) {
-    const int n = static_cast<int>(spec.params.size());
+rc::Gen<LaunchCase> launchCases(const json& schema) {
+  return rc::gen::mapcat(mockSpec(schema, {{"helper", "present"}}), [](const json& spec) {
+    const int n = static_cast<int>(spec.at("params").size());
     auto sets = rc::gen::mapcat(rc::gen::inRange(1, 4), [spec](int k) {
-      return rc::gen::container<std::vector<std::vector<ArgValue>>>(k, argSet(spec.params));
+      return rc::gen::container<std::vector<std::vector<ArgValue>>>(k, argSet(spec.at("params")));
     });
     return rc::gen::mapcat(sets, [spec, n](const std::vector<std::vector<ArgValue>>& s) {
       const int nsets = static_cast<int>(s.size());

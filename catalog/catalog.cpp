@@ -1,0 +1,159 @@
+// The op catalog (see catalog.h). Tolerance figures are FlagGems' own (its
+// tests/accuracy_utils.py: RESOLUTION per dtype as rtol, atol 1e-4), except
+// for sums and scans, whose atol grows with the square root of the count.
+#include "catalog/catalog.h"
+
+#include "generators/choice.h"
+
+namespace flagprop {
+
+const std::vector<std::string> kFloating = {"float32", "float16", "bfloat16"};
+const std::vector<std::string> kFloatingAndInt32 = {"float32", "float16", "bfloat16", "int32"};
+
+namespace tol {
+json pointwise() { return {{"rule", "pointwise"}}; }
+json exact() { return {{"rule", "exact"}}; }
+json reduction(int dimsArg) { return {{"rule", "reduction"}, {"dims_arg", dimsArg}}; }
+json scan(int dimArg) { return {{"rule", "scan"}, {"dim_arg", dimArg}}; }
+json normalization() { return {{"rule", "normalization"}}; }
+}  // namespace tol
+
+namespace out {
+json values() { return {{"kind", "values"}}; }
+json indices(int input, int dimArg, int keepdimArg) {
+  json j = {{"kind", "indices"}, {"input", input}, {"dim_arg", dimArg}};
+  if (keepdimArg >= 0) j["keepdim_arg"] = keepdimArg;
+  return j;
+}
+}  // namespace out
+
+Op::Op(std::string name, std::vector<std::string> dtypes, Sampler sample) {
+  entry_.name = std::move(name);
+  entry_.dtypes = std::move(dtypes);
+  entry_.sample = std::move(sample);
+}
+
+Op& Op::tolerance(json rule) {
+  entry_.judging["tolerance"] = std::move(rule);
+  return *this;
+}
+
+Op& Op::exact() {
+  entry_.judging["tolerance"] = tol::exact();
+  entry_.judging["upcast"] = false;
+  return *this;
+}
+
+Op& Op::outputs(json kinds) {
+  entry_.judging["outputs"] = std::move(kinds);
+  return *this;
+}
+
+namespace {
+
+using namespace samplers;
+
+// Scalar arguments by family (floating runs / integer runs).
+const ScalarSet kCompareScalars{{0.5, 0, 1, -1.5, 2.0, -0.0}, {0, 1, -3, 2.0, 0.5}};
+const ScalarSet kFillValues{{0.0, 1.5, -2, -0.0, 1e-3}, {0, 7, -3}};
+const ScalarSet kAlphas{{1, 2, -1, 0.5, 1.0}, {1, 2, -3}};
+const ScalarSet kExponents{{2, 2.0, 3, 0.5, -1, 1, 0, 2.5, -2.0}, {2, 3, 1, 0, 2.0, 0.5}};
+const ScalarSet kBounds{{-0.5, 0.5, 0, 2.0, -1.5, 1}, {-3, 0, 2, 5}};
+
+std::vector<OpEntry> buildCatalog() {
+  return {
+      // Normalization: the published seed case's op.
+      Op("native_layer_norm", kFloating, layerNorm()).tolerance(tol::normalization()),
+      // Selection: exact.
+      Op("where.self", kFloatingAndInt32, where()).exact(),
+      Op("eq.Scalar", kFloatingAndInt32, tensorScalar(kCompareScalars)).exact(),
+      Op("masked_fill.Scalar", kFloatingAndInt32, maskedFill(kFillValues)).exact(),
+      Op("gather", kFloatingAndInt32, gather()).exact(),
+      Op("index_select", kFloatingAndInt32, indexSelect()).exact(),
+      Op("searchsorted.Tensor", kFloatingAndInt32, searchsorted()).exact(),
+      // Binary, broadcasting.
+      Op("add.Tensor", kFloatingAndInt32, binary({}, &kAlphas)),
+      Op("sub.Tensor", kFloatingAndInt32, binary({}, &kAlphas)),
+      Op("mul.Tensor", kFloatingAndInt32, binary()),
+      Op("div.Tensor", kFloatingAndInt32, binary()),
+      // Tensor and scalars.
+      Op("pow.Tensor_Scalar", kFloatingAndInt32, tensorScalar(kExponents)),
+      Op("clamp", kFloatingAndInt32, tensorTwoOptionalScalars(kBounds)),
+      // Unary.
+      Op("tanh", kFloating, unary()),
+      Op("rsqrt", kFloating, unary()),
+      Op("silu", kFloating, unary()),
+      Op("exp", kFloating, unary()),
+      Op("log", kFloating, unary()),
+      Op("relu", kFloatingAndInt32, unary()),
+      Op("gelu", kFloating, withKwarg(unary(), "approximate", gen::element<json>("none", "tanh"))),
+      // Reductions and scans.
+      Op("sum.dim_IntList", kFloatingAndInt32, dimListReduction()).tolerance(tol::reduction(1)),
+      Op("mean.dim", kFloating, dimListReduction()),
+      Op("cumsum", kFloatingAndInt32, alongDim()).tolerance(tol::scan(1)),
+      Op("_log_softmax", kFloating, alongDim({args::fixed(false)})),
+      // Indices among ties: judged by the values they select.
+      Op("argmin", kFloatingAndInt32, alongDim({args::boolean()}, /*optionalDim=*/true))
+          .outputs({out::indices(0, 1, 2)}),
+      Op("max.dim", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1, 2)}),
+      Op("sort", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1)}),
+  };
+}
+
+}  // namespace
+
+const std::vector<OpEntry>& catalog() {
+  static const std::vector<OpEntry> cat = buildCatalog();
+  return cat;
+}
+
+const OpEntry* findOp(const std::string& name) {
+  for (const auto& e : catalog())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::string catalogNames() {
+  std::string out;
+  for (const auto& e : catalog()) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
+std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
+  std::vector<OpCall> out;
+  uint64_t seed = lim.paletteSeed ^ 0x9E3779B97F4A7C15ull;
+  for (char ch : entry.name + "/" + dtype) seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ull;  // FNV-1a
+  rc::Random random(seed);
+  const auto g = entry.sample({dtype, lim});
+  for (int i = 0; i < lim.palette; ++i) out.push_back(g(random.split(), rc::kNominalSize).value());
+  return out;
+}
+
+rc::Gen<OpCase> opCases(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
+                        std::shared_ptr<const std::vector<OpCall>> palette) {
+  rc::Gen<OpCall> call = entry.sample({dtype, lim});
+  if (palette && !palette->empty()) {
+    auto fromPalette = rc::gen::exec([palette]() {
+      OpCall c = (*palette)[*gen::atNominalSize(rc::gen::inRange<size_t>(0, palette->size()))];
+      for (auto& t : c.tensors) t.seed = *gen::atNominalSize(rc::gen::inRange<uint64_t>(0, 1u << 20));
+      return c;
+    });
+    call = rc::gen::weightedOneOf<OpCall>({{15, fromPalette}, {1, call}});
+  }
+  const std::string op = entry.name;
+  return rc::gen::exec([op, dtype, call]() {
+    OpCase c;
+    c.op = op;
+    c.dtype = dtype;
+    // Up to three calls, each kept by a flag that shrinks toward "dropped",
+    // so that shrinking can remove any call, not only the last ones.
+    const int n = *gen::weighted<int>({{3, 1}, {2, 2}, {1, 3}});
+    for (int i = 0; i < n; ++i) {
+      OpCall k = *call;
+      if (i + 1 == n || *gen::weighted<bool>({{1, false}, {6, true}})) c.calls.push_back(std::move(k));
+    }
+    return c;
+  });
+}
+
+}  // namespace flagprop

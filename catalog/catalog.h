@@ -1,0 +1,88 @@
+// The op catalog, shaped like PyTorch's OpInfo: one short entry per ATen
+// overload, built from op families (named samplers, catalog/samplers.h),
+// dtype sets and judging rules, so that adding an op is one entry in
+// catalog/catalog.cpp and it gets P5, P6, report rows and reproducers.
+//
+// The CPU reference is always the named ATen overload itself, called
+// through the dispatcher on CPU copies of the inputs (flagprop.ops.reference);
+// how its outputs are compared is the entry's judging spec, evaluated by
+// flagprop.verdicts (tolerance rules and output kinds).
+#pragma once
+
+#include "catalog/samplers.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace flagprop {
+
+/// Dtype sets an entry runs in (one P5 / P6 result each).
+extern const std::vector<std::string> kFloating;          ///< float32, float16, bfloat16
+extern const std::vector<std::string> kFloatingAndInt32;  ///< kFloating and int32
+
+/// Tolerance rules (flagprop.verdicts.tolerance documents each).
+namespace tol {
+json pointwise();                ///< rtol by dtype (FlagGems' RESOLUTION), atol 1e-4
+json exact();                    ///< identical values (NaN positions still compare as positions)
+json reduction(int dimsArg);     ///< atol 1e-4 * sqrt(elements reduced); dims in argument `dimsArg`
+json scan(int dimArg);           ///< atol 1e-4 * sqrt(length of the scanned dim in argument `dimArg`)
+json normalization();            ///< rtol max(RESOLUTION, 1e-5), atol 1e-4
+}  // namespace tol
+
+/// How an output is judged (flagprop.verdicts.op_findings).
+namespace out {
+json values();  ///< against the reference within the tolerance (the default)
+/// Indices into input `input` along the dim in argument `dimArg` (None: the
+/// flattened input), keepdim in argument `keepdimArg` (-1: the indices keep
+/// every dim): judged by the values they select, so any index among ties
+/// is right (argmin, max.dim, an unstable sort).
+json indices(int input, int dimArg, int keepdimArg = -1);
+}  // namespace out
+
+/// One catalog op.
+struct OpEntry {
+  std::string name;                 ///< ATen overload as torch.ops spells it: "add.Tensor", "tanh" (= tanh.default)
+  std::vector<std::string> dtypes;  ///< dtypes the op is run in
+  Sampler sample;                   ///< one call of the op
+  /// {"upcast": floating inputs of the reference in float64, "tolerance": a
+  /// tol:: rule, "outputs": per output an out:: kind (default values)}.
+  json judging = {{"upcast", true}, {"tolerance", tol::pointwise()}, {"outputs", json::array()}};
+};
+
+/// Builds an entry in one expression: Op("exp", kFloating, samplers::unary()).
+class Op {
+ public:
+  Op(std::string name, std::vector<std::string> dtypes, Sampler sample);
+  Op& tolerance(json rule);  ///< the tolerance rule
+  Op& exact();               ///< tol::exact() and the reference in the inputs' own dtypes
+  Op& outputs(json kinds);   ///< per output: out::values() / out::indices(...)
+  operator OpEntry() const { return entry_; }
+
+ private:
+  OpEntry entry_;
+};
+
+/// Every catalog entry, in a fixed order.
+const std::vector<OpEntry>& catalog();
+
+/// The entry called `name`, or nullptr.
+const OpEntry* findOp(const std::string& name);
+
+/// The catalog's op names, comma-separated (for error messages).
+std::string catalogNames();
+
+/// The fixed palette of `lim.palette` calls for `entry` in `dtype` (see
+/// LayoutLimits::palette): a function of lim.paletteSeed, the op and the
+/// dtype only, so that a reproduce string replays against the same palette
+/// and Triton's on-disk cache is reused from run to run.
+std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim);
+
+/// Generator of P5 / P6 cases for `entry` in `dtype`: 1..3 calls (weighted
+/// toward 1, any of them droppable while shrinking), each from entry.sample,
+/// or (when `palette` is not empty) 15 of 16 from the palette with fresh
+/// value seeds.
+rc::Gen<OpCase> opCases(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
+                        std::shared_ptr<const std::vector<OpCall>> palette = nullptr);
+
+}  // namespace flagprop

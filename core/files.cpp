@@ -1,0 +1,82 @@
+#include "core/files.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace flagprop {
+
+namespace {
+
+// Why `path` cannot be read as a regular file, or "" when it can.
+std::string notRegular(const std::string& path) {
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (ec || st.type() == fs::file_type::not_found) return "no such file";
+  if (st.type() == fs::file_type::directory) return "is a directory, not a file";
+  if (st.type() != fs::file_type::regular) return "is not a regular file (a FIFO, device or socket)";
+  return "";
+}
+
+std::ifstream openRegular(const std::string& path) {
+  const std::string why = notRegular(path);
+  if (!why.empty()) throw FileError(path + ": " + why);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path + ": cannot be read");
+  return in;
+}
+
+}  // namespace
+
+std::string readFile(const std::string& path, uint64_t maxBytes) {
+  std::ifstream in = openRegular(path);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > maxBytes) throw FileError(path + ": is larger than " + std::to_string(maxBytes) + " bytes");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw FileError(path + ": cannot be read");
+  return ss.str();
+}
+
+std::string sha256File(const std::string& path) {
+  std::ifstream in = openRegular(path);
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw FileError(path + ": cannot hash (OpenSSL)");
+  std::vector<char> block(1 << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), block.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) throw FileError(path + ": cannot be read");
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &n);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
+
+void writeText(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw FileError("cannot write " + path);
+    out << text;
+    if (!out) throw FileError("cannot write " + path);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw FileError("cannot write " + path);
+}
+
+}  // namespace flagprop

@@ -1,0 +1,30 @@
+// Files: strict reads (regular files under a size limit), SHA256 and atomic
+// writes. No interpreter needed.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace flagprop {
+
+/// A file that cannot be used; what() is one line naming the path and why.
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Reads a whole regular file of at most `maxBytes` bytes. Throws FileError
+/// ("PATH: no such file", "is a directory", "is not a regular file" for a
+/// FIFO, device or socket, "is larger than N bytes", "cannot be read").
+std::string readFile(const std::string& path, uint64_t maxBytes = uint64_t(1) << 30);
+
+/// SHA256 of a regular file's bytes as 64 lower-case hex digits (OpenSSL's
+/// EVP digest, read in 1 MiB blocks). Throws FileError as readFile does.
+std::string sha256File(const std::string& path);
+
+/// Writes `text` to `path` atomically (a temporary file, then rename).
+/// Throws FileError naming the path on failure.
+void writeText(const std::string& path, const std::string& text);
+
+}  // namespace flagprop

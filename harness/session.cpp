@@ -1,0 +1,147 @@
+#include "harness/session.h"
+
+#include "core/files.h"
+#include "core/sandbox.h"
+#include "core/tensor_bridge.h"
+
+#include <chrono>
+
+namespace flagprop {
+
+namespace {
+
+// The SHA256 of `path` checked against `expected` (empty: not pinned);
+// records what was seen under `key`.
+void pin(json& provenance, const std::string& key, const std::string& path, const std::string& expected,
+         const std::string& origin, const char* what) {
+  std::string seen;
+  try {
+    seen = sha256File(path);
+  } catch (const FileError& e) {
+    throw ManifestError(origin + ": " + e.what());
+  }
+  provenance[key] = seen;
+  if (!expected.empty() && seen != expected)
+    throw ManifestError(origin + ": " + what + " sha256 mismatch for " + path + ": expected " + expected + ", saw " + seen);
+}
+
+}  // namespace
+
+TargetSession::TargetSession(Target t) : target_(std::move(t)) {
+  ensureInterpreter();
+  py::gil_scoped_acquire gil;
+  targetJson_ = target_.toJson();
+  pyTarget_ = fromJson(targetJson_);
+  checkHashes();
+  checkDevice();
+  dryLoad();
+  const py::module_ session = pyImport("flagprop.session");
+  provenance_["versions"] = toJson(session.attr("versions")());
+  provenance_["libtorch_compiled"] = libtorchVersion();
+  provenance_["device"] = target_.device;
+  provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
+}
+
+void TargetSession::checkHashes() {
+  const std::string& origin = target_.manifestPath;
+  if (target_.installer.mode == "source")
+    pin(provenance_, "installer_sha256", target_.installer.path, target_.installer.sha256, origin, "installer");
+  if (target_.ops.kind == "module") pin(provenance_, "ops_sha256", target_.ops.path, target_.ops.sha256, origin, "ops");
+  if (target_.flagGems.kind == "mock") return;
+  std::string libentry;
+  try {
+    if (target_.flagGems.kind == "source") pyImport("flagprop.loader").attr("add_flag_gems_source")(target_.flagGems.path);
+    py::module_ le = py::module_::import("flag_gems.utils.libentry");
+    libentry = py::str(le.attr("__file__")).cast<std::string>();
+  } catch (const py::error_already_set& e) {
+    throw ManifestError(origin + ": cannot import flag_gems (" + describe(e) + ")");
+  }
+  provenance_["libentry_path"] = libentry;
+  pin(provenance_, "libentry_sha256", libentry, target_.flagGems.libentrySha256, origin, "libentry");
+}
+
+void TargetSession::checkDevice() {
+  const std::string& origin = target_.manifestPath;
+  const std::string& dev = target_.device;
+  py::module_ torch = py::module_::import("torch");
+  if (dev.rfind("cuda", 0) == 0) {
+    if (!torch.attr("cuda").attr("is_available")().cast<bool>())
+      throw ManifestError(origin + ": device " + dev + " is not available on this machine (no CUDA device)");
+  } else if (dev.rfind("flagos", 0) == 0) {
+    // The flagos device exists once torch_fl is imported and sees a device.
+    try {
+      py::module_::import("torch_fl");
+      if (py::module_::import("torch_fl.flagos").attr("device_count")().cast<int>() <= 0)
+        throw ManifestError(origin + ": device " + dev + " is not available on this machine (no flagos device)");
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": device " + dev + " needs torch_fl (" + describe(e) + ")");
+    }
+  }
+}
+
+void TargetSession::dryLoad() {
+  // A missing installer function, a module that does not load or an op
+  // module that is not Python is one target error, not one per case.
+  const std::string& origin = target_.manifestPath;
+  const py::module_ session = pyImport("flagprop.session");
+  const py::object gates = fromJson(toJson(target_.defaultGates()));
+  if (target_.hasInstaller()) {
+    Sandbox sb;
+    try {
+      session.attr("prepare_flag_gems")(pyTarget_, py::dict());
+      const json claims = toJson(session.attr("claims")(pyTarget_, gates));
+      if (claims.contains("error")) throw ManifestError(origin + ": " + claims.at("error").get<std::string>());
+      provenance_["claims"] = claims;
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": " + describe(e));
+    }
+  }
+  if (target_.ops.kind == "module") {
+    Sandbox sb;
+    try {
+      pyImport("flagprop.ops").attr("load_module")(pyTarget_);
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": ops.path " + target_.ops.path + " does not load as Python (" + describe(e) + ")");
+    }
+  }
+  if (target_.installer.mode == "installed") {
+    // Installed mode runs with the package's real gates, whatever the manifest says.
+    Sandbox sb;
+    try {
+      const json g = toJson(session.attr("real_gates")(pyTarget_));
+      target_.gates = Gates{g.at("accelerator").get<std::string>(), g.at("routes_to_flaggems").get<bool>()};
+      targetJson_ = target_.toJson();
+      pyTarget_ = fromJson(targetJson_);
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": cannot read the installed gates (" + describe(e) + ")");
+    }
+  }
+}
+
+bool TargetSession::gatesOpen(const Gates& g) const {
+  py::gil_scoped_acquire gil;
+  return pyImport("flagprop.verdicts").attr("gates_open")(fromJson(toJson(g)), fromJson(target_.gateBuilds)).cast<bool>();
+}
+
+json TargetSession::check(const std::string& kind, const json& caseJson, const json& judging) {
+  const auto t0 = std::chrono::steady_clock::now();
+  py::gil_scoped_acquire gil;
+  json out;
+  {
+    Sandbox sb;
+    out = toJson(pyImport("flagprop.checks").attr("check")(kind, pyTarget_, fromJson(caseJson), fromJson(judging)));
+  }
+  out["time_us"] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+json TargetSession::setupOps(const std::vector<std::string>& opNames) {
+  py::gil_scoped_acquire gil;
+  try {
+    return toJson(pyImport("flagprop.ops").attr("setup")(pyTarget_, opNames));
+  } catch (const py::error_already_set& e) {
+    throw ManifestError(target_.manifestPath + ": setting up the op under test failed (" + describe(e) + ")");
+  }
+}
+
+}  // namespace flagprop

@@ -1,0 +1,59 @@
+// A target loaded into the embedded interpreter, and each generated case run
+// against it in a fresh sandbox.
+#pragma once
+
+#include "core/python.h"
+#include "targets/manifest.h"
+
+#include <string>
+
+namespace flagprop {
+
+/// A target ready to run cases: hashes checked, the real FlagGems on
+/// sys.path where the manifest names one, the device present, the installer
+/// (and a fixture op module) loaded once to prove they load, and what the
+/// installer version claims read from its source.
+class TargetSession {
+ public:
+  /// Prepares `t`. Throws ManifestError (one line naming the manifest) for a
+  /// hash mismatch, a FlagGems that cannot be imported, a device that is not
+  /// there, an installer or op module that cannot be loaded or lacks its
+  /// function, or declared installer components that differ from the source.
+  explicit TargetSession(Target t);
+
+  const Target& target() const { return target_; }
+  /// The target's dict form (Target::toJson), as Python reads it.
+  const json& targetJson() const { return targetJson_; }
+  /// Provenance: versions, hashes actually seen, device, claims.
+  const json& provenance() const { return provenance_; }
+  /// Whether the installer's gates are open for `g` (flagprop.verdicts.gates_open).
+  bool gatesOpen(const Gates& g) const;
+
+  /// Observes and judges one case (flagprop.checks.check) in a fresh
+  /// Sandbox: `kind` install | install2 | launch | key | op, `caseJson` the
+  /// case's JSON form, `judging` the catalog entry's judging spec (op).
+  /// Returns check's result as JSON, plus `time_us` (µs, the whole call).
+  /// Python errors propagate as py::error_already_set.
+  json check(const std::string& kind, const json& caseJson, const json& judging = nullptr);
+
+  /// Sets up the op under test once per process (flagprop.ops.setup):
+  /// FlagGems' kernels registered where the target asks, the Triton compile
+  /// counter. Returns setup's JSON. Throws ManifestError naming the target.
+  json setupOps(const std::vector<std::string>& opNames);
+
+  /// Set once a case left the device unusable for this process (a sticky
+  /// CUDA / HIP error such as an illegal memory access): what happened and
+  /// in which run. Later device runs of the target report `error` with it.
+  std::string deviceLost;
+
+ private:
+  void checkHashes();
+  void checkDevice();
+  void dryLoad();
+  Target target_;
+  json targetJson_;
+  py::object pyTarget_;  // a null handle until the interpreter is up
+  json provenance_ = json::object();
+};
+
+}  // namespace flagprop

@@ -1,0 +1,150 @@
+"""One generated case, observed and judged: the pairing of each property's
+observer and verdict, written once.
+
+``check(kind, target, case, ...)`` runs the observer for ``kind`` on
+``case`` (its JSON form) against ``target`` (``Target::toJson``) and judges
+what it saw with ``flagprop.verdicts``. The C++ suites call it once per
+generated case inside a sandbox; a standalone reproducer calls it once on the
+shrunk counterexample. ``describe`` turns a result into the lines a
+reproducer prints.
+
+Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
+``op`` (P5 and P6 together: one observation holds both properties' findings).
+"""
+
+from . import ops, session, verdicts
+
+
+def _gates_open(target, gates):
+    return verdicts.gates_open(gates, target["gate_builds"])
+
+
+def _install(target, case):
+    obs = session.install_case(target, case["mock"], case["gates"], 1)
+    v = verdicts.install_status(obs, _gates_open(target, case["gates"]))
+    return {"pass": v["pass"], "reason": v["reason"], "tag": v["install"],
+            "evidence": verdicts.install_evidence(obs, v)}
+
+
+def _install2(target, case):
+    obs = session.install_case(target, case["mock"], case["gates"], 2)
+    v = verdicts.idempotence(obs, _gates_open(target, case["gates"]), target["reports_once"])
+    evidence = {"first": obs["components"][0], "second": obs["components"][1], "identities": obs["identities"],
+                "calls": obs["calls"], "helper": obs["helper"], "claims": obs["claims"]}
+    return {"pass": v["pass"], "reason": v["reason"], "tag": v["reason"], "evidence": evidence}
+
+
+def _inactive(obs):
+    call = obs.get("call") or {}
+    return call.get("note") or "the fast path is not active on this target (see P1), so there is nothing to compare"
+
+
+def _launch(target, case):
+    obs = session.launch_case_json(target, target["default_gates"], case)
+    if not obs["active"]:
+        return {"inactive": _inactive(obs), "evidence": {"install": obs.get("call")}}
+    v = verdicts.stock_fallback(case, obs)
+    return {"pass": v["pass"], "reason": v["reason"], "tag": "", "evidence": obs}
+
+
+def _key(target, case):
+    obs = session.key_case_json(target, target["default_gates"], case)
+    if not obs["active"]:
+        return {"inactive": _inactive(obs), "evidence": {"install": obs.get("call")}}
+    v = verdicts.key_equivalence(obs)
+    return {"pass": v["pass"], "reason": v["reason"], "tag": "", "evidence": obs}
+
+
+def _op(target, case, judging):
+    findings = ops.judge_case(target, case, target["default_gates"], judging)
+    if "discard" in findings:
+        return {"discard": findings["discard"], "evidence": findings}
+    tag = findings["fast_path"]
+    if findings.get("patched_vs_unpatched") == "equal":
+        tag += ", patched == unpatched"
+    if findings["calls_raised"]:
+        tag += ", the op raised (outputs unchecked)"
+    return {"verdicts": {p: verdicts.op_verdict(findings, p) for p in ("P5", "P6")}, "tag": tag,
+            "evidence": findings}
+
+
+def check(kind, target, case, judging=None):
+    """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
+    (the verdict), ``tag`` (the case's class, for the distribution of passing
+    runs) and ``evidence`` (what a finding shows); for ``op`` instead
+    ``verdicts`` {"P5": verdict, "P6": verdict}. ``inactive`` (P3, P4: the
+    fast path is not installed; the reason) or ``discard`` (P5, P6: CPU ATen
+    rejects the arguments; the reason) replace the verdict when the case
+    cannot be judged. ``judging`` is the catalog entry's judging spec (op)."""
+    if kind == "install":
+        return _install(target, case)
+    if kind == "install2":
+        return _install2(target, case)
+    if kind == "launch":
+        return _launch(target, case)
+    if kind == "key":
+        return _key(target, case)
+    if kind == "op":
+        return _op(target, case, judging)
+    raise ValueError("unknown check kind %r" % kind)
+
+
+def verdict_of(result, prop):
+    """The verdict in a ``check`` result for property ``prop``."""
+    if "verdicts" in result:
+        return result["verdicts"][prop]
+    return {"pass": result["pass"], "reason": result["reason"]}
+
+
+def _describe_install(ev):
+    lines = ["helper _descriptor_cache_key: %s" % ev["helper"],
+             "components the installer has: %s" % (ev["claims"] if ev["claims"] is not None else "all (source not read)")]
+    for e in ev["exceptions_seen"]:
+        lines.append("exception raised inside the installer: %s at %s:%d in %s(): %s"
+                     % (e["type"], e["file"], e["line"], e["function"], e["message"]))
+    lines.append("installer returned normally: %s %s" % (ev["returned_normally"], ev["raised"]))
+    for name, cls in ev["components"].items():
+        lines.append("  %-20s %-15s unchanged=%-5s markers=%s" % (name, cls, ev["unchanged"][name],
+                                                                   ev["markers"][name] or "none"))
+    lines.append("warnings: %s" % ([w["message"] for w in ev["warnings"]] or "none"))
+    lines.append("log records: %s" % ([r["message"] for r in ev["logs"]] or "none"))
+    lines.append("status API: %s" % (ev["status"] or "none"))
+    return lines
+
+
+def _describe_op(ev):
+    lines = ["fast path: %s; patched vs unpatched: %s" % (ev["fast_path"], ev["patched_vs_unpatched"])]
+    for k, c in enumerate(ev["calls"]):
+        for i, a in enumerate(c["actual"]):
+            e = c["expected"][i] if i < len(c["expected"]) else {}
+            lines.append("call %d output %d: actual %s %s on %s; ATen: %s %s" % (
+                k, i, a["dtype"], a["shape"], a["device"], e.get("dtype"), e.get("shape")))
+        if c.get("error"):
+            lines.append("call %d raised %s" % (k, c["error"]))
+    lines += ["numerics: " + f for f in ev["numerics"]]
+    lines += ["aliasing: " + f for f in ev["aliasing"]]
+    return lines
+
+
+def describe(kind, result):
+    """Lines a person reads about a ``check`` result."""
+    ev = result.get("evidence") or {}
+    if "inactive" in result:
+        return ["not judged: " + result["inactive"]]
+    if "discard" in result:
+        return ["not judged: " + result["discard"]]
+    if kind == "install":
+        return _describe_install(ev)
+    if kind == "install2":
+        deep = [k for k, f in ev["second"].items() if f["chain_depth"] > 1]
+        ids = ev["identities"]
+        replaced = [k for k in ids[0] if ids[0][k] != ids[1][k]]
+        return ["replaced by the second install: %s" % (replaced or "none"),
+                "__wrapped__ chains deeper than one: %s" % (deep or "none")]
+    if kind == "launch":
+        return ["launch %d %-13s stock run entered %d time(s); patched %s, stock %s%s" % (
+            i, l["kind"], l["stock_calls"], l["a_out"], l["b_out"], "" if l["equal"] else "  <-- differs")
+            for i, l in enumerate(ev["launches"])]
+    if kind == "key":
+        return ["fast key : %s" % ev["fast"], "stock key: %s" % ev["stock"]] + list(ev.get("memo_mismatches") or [])
+    return _describe_op(ev)

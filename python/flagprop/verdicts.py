@@ -1,0 +1,620 @@
+"""flagprop's verdicts: every property's judgement, written once.
+
+Each function here is pure: it takes the observations that
+``flagprop.session`` (P1-P4) and ``flagprop.ops`` (P5, P6) record and returns
+a verdict, a dict with at least ``pass`` (bool) and ``reason`` (one line).
+The C++ suites, the tests and the standalone reproducers all call these same
+functions, so a reproducer can never judge a case differently from the suite
+that found it. Nothing here imports the code under test; only the P5 / P6
+judgement needs torch (for the tensors it compares).
+
+The rules are documented in docs/design.md ("Verdicts").
+"""
+
+import math
+
+# --------------------------------------------------------------------------
+# P1 install status
+# --------------------------------------------------------------------------
+
+#: Log levels a user sees by default.
+VISIBLE_LEVELS = ("WARNING", "ERROR", "CRITICAL")
+
+
+def reported(call, component):
+    """Whether the installer call ``call`` (``observe.call_installer``)
+    reported ``component`` skipped: its status API names the component (or
+    ``*`` / ``all``) with anything but ``"active"``; without a status API, a
+    warning that installer code issued in a category Python shows by default,
+    or a WARNING+ log record emitted from installer code."""
+    status = call.get("status") or {}
+    if status:
+        return any(k in status and status[k] != "active" for k in (component, "*", "all"))
+    if any(w.get("from_installer") and w.get("visible") for w in call.get("warnings", ())):
+        return True
+    return any(r.get("from_installer") and r.get("level") in VISIBLE_LEVELS for r in call.get("logs", ()))
+
+
+def replaced_properly(facts):
+    """Whether a changed component is a proper wrapper: marked, and
+    ``__wrapped__`` is the object it replaced (or it did not exist before,
+    e.g. a helper the installer supplies)."""
+    supplied = not facts["present_before"] and facts["present_after"]
+    return bool(facts["markers"]) and (facts["wrapped_is_original"] or supplied)
+
+
+def component_class(name, facts, call, gates_open, claimed):
+    """The P1 class of one component after one install.
+
+    ``facts`` is ``observe.components_after(...)[name]``; ``claimed`` says
+    whether the installer version under test has this component at all.
+    Classes: ``active``, ``broken-wrap`` (changed without a marker or without
+    ``__wrapped__`` being the original), ``not-applicable`` (unchanged and the
+    installer does not have it), ``reported-skip``, ``gated-off`` (unchanged,
+    gates closed), ``silent-skip``."""
+    if facts["changed"]:
+        return "active" if replaced_properly(facts) else "broken-wrap"
+    if not claimed:
+        return "not-applicable"
+    if reported(call, name):
+        return "reported-skip"
+    if not gates_open:
+        return "gated-off"
+    return "silent-skip"
+
+
+def _broken_why(name, facts):
+    if not facts["markers"]:
+        return name + " replaced without a _torch_fl_ marker"
+    if not facts["has_wrapped"]:
+        return name + " replaced without __wrapped__"
+    return name + " has __wrapped__ that is not the original"
+
+
+def _exception_line(e):
+    return "%s at %s:%d (%s)" % (e["type"], e["file"], e["line"], e["message"])
+
+
+def _overall(classes, raised, gates_open):
+    counts = {}
+    for c in classes.values():
+        counts[c] = counts.get(c, 0) + 1
+    active, broken, silent = counts.get("active", 0), counts.get("broken-wrap", 0), counts.get("silent-skip", 0)
+    applicable = len(classes) - counts.get("not-applicable", 0)
+    if raised:
+        return "raised"
+    if not gates_open and (active or broken):
+        return "outside-gates"
+    if broken:
+        return "broken-wrap"
+    if active and silent:
+        return "partial"
+    if silent:
+        return "silent-skip"
+    if applicable and active == applicable:
+        return "active"
+    if active:
+        return "partial-reported"
+    if counts.get("reported-skip"):
+        return "reported-skip"
+    return "gated-off"
+
+
+def install_status(obs, gates_open, index=0):
+    """P1: the verdict on install number ``index`` of ``obs``
+    (``session.install_case``).
+
+    Returns ``{"pass", "install", "components", "reason"}``: ``components``
+    maps each component to its class (``component_class``); ``install`` is the
+    overall class: ``active``, ``partial-reported``, ``reported-skip``,
+    ``gated-off`` (all pass) or ``raised`` (an exception escaped the
+    installer: device init would fail), ``outside-gates`` (something changed
+    although the gates are closed), ``broken-wrap``, ``partial`` (some active,
+    the rest silent), ``silent-skip`` (all fail). Components the installer
+    version does not claim (``obs["claims"]``) are ``not-applicable``."""
+    call = obs["calls"][index]
+    comps = obs["components"][index]
+    claims = obs.get("claims")
+    classes = {
+        name: component_class(name, facts, call, gates_open, claims is None or name in claims)
+        for name, facts in comps.items()
+    }
+    raised = call["raised"]
+    install = _overall(classes, raised, gates_open)
+    ok = install in ("active", "partial-reported", "reported-skip", "gated-off")
+    if ok:
+        reason = install
+    elif install == "raised":
+        reason = "raised: the installer let %s escape (device init would fail)" % raised
+    elif install == "outside-gates":
+        changed = sum(1 for c in classes.values() if c in ("active", "broken-wrap"))
+        reason = "outside-gates: the installer changed %d component(s) although its gates are closed for this case" % changed
+    elif install == "broken-wrap":
+        name = next(n for n, c in classes.items() if c == "broken-wrap")
+        reason = "broken-wrap: " + _broken_why(name, comps[name])
+    else:
+        silent = [n for n, c in classes.items() if c == "silent-skip"]
+        active = sum(1 for c in classes.values() if c == "active")
+        reason = "%s: %s not installed and nothing reported (no warning, log record or status)" % (
+            install, ", ".join(silent))
+        if active:
+            reason += "; %d other component(s) active" % active
+        # The last exception before the installer gave up is the likeliest cause.
+        if call["exceptions"]:
+            reason += "; caught inside the installer: " + _exception_line(call["exceptions"][-1])
+        if call.get("trace_lost"):
+            reason += "; the installer replaced the trace function, so exceptions may be missing"
+        if call["returned_normally"]:
+            reason += "; the installer returned normally"
+    return {"pass": ok, "install": install, "components": classes, "reason": reason}
+
+
+def install_evidence(obs, verdict, index=0):
+    """What a P1 finding shows: the published facts (helper present,
+    exceptions caught with file:line, returned normally, components unchanged,
+    markers) and the raw reports (warnings, log records, status)."""
+    call = obs["calls"][index]
+    comps = obs["components"][index]
+    return {
+        "install": verdict["install"],
+        "components": verdict["components"],
+        "claims": obs.get("claims"),
+        "helper": obs["helper"],
+        "exceptions_caught": list(call["exceptions"]) if call["returned_normally"] else [],
+        "exceptions_seen": list(call["exceptions"]),
+        "returned_normally": call["returned_normally"],
+        "raised": call["raised"],
+        "unchanged": {n: not f["changed"] for n, f in comps.items()},
+        "markers": {n: f["markers"] for n, f in comps.items()},
+        "warnings": call["warnings"],
+        "logs": call["logs"],
+        "status": call["status"],
+        "trace_lost": bool(call.get("trace_lost")),
+        "witness": obs.get("witness", {}),
+    }
+
+
+def fast_path_installed(components):
+    """Whether something replaced the stock ``LibEntry.key`` and ``.run``
+    (``components`` as ``observe.components_after`` gives them): then there
+    is a fast path for P3, P4 and P5 to compare with the stock one, whether
+    or not it was installed properly (P1's question)."""
+    return all(components[c]["changed"] for c in ("key", "run"))
+
+
+# --------------------------------------------------------------------------
+# P2 idempotence
+# --------------------------------------------------------------------------
+
+
+def idempotence(obs, gates_open, reports_once):
+    """P2 on a two-install observation (``session.install_case(..., 2)``):
+    the second install leaves every component the same object, no
+    ``__wrapped__`` chain is deeper than one, a reported skip is reported
+    again (unless the installer documents reporting once per process:
+    ``reports_once``), and the second install does not raise when the first
+    did not. Returns ``{"pass", "reason"}``."""
+    ids1, ids2 = obs["identities"]
+    second = obs["components"][1]
+    for name in ids1:
+        if ids2[name] != ids1[name]:
+            return {"pass": False, "reason": "re-install replaced %s (a different object after the second call)" % name}
+        if second[name]["chain_depth"] > 1:
+            return {"pass": False, "reason": "%s has a __wrapped__ chain %d deep after two installs"
+                    % (name, second[name]["chain_depth"])}
+    v1 = install_status(obs, gates_open, 0)
+    v2 = install_status(obs, gates_open, 1)
+    if not reports_once and v1["install"] == "reported-skip" and v2["install"] != "reported-skip":
+        return {"pass": False, "reason": "the first install reported a skip, the second was %s "
+                "(a repeated install must stay skipped and report again)" % v2["install"]}
+    raised1, raised2 = obs["calls"][0]["raised"], obs["calls"][1]["raised"]
+    if raised2 and not raised1:
+        return {"pass": False, "reason": "the second install raised: " + raised2}
+    return {"pass": True, "reason": v2["install"]}
+
+
+# --------------------------------------------------------------------------
+# P3 stock fallback
+# --------------------------------------------------------------------------
+
+
+def stock_fallback(case, obs):
+    """P3 on a launch sequence (``session.launch_case``): every launch of the
+    patched entry raises when the stock one raises, writes bitwise the same
+    output, returns the same (kernel type, constexprs) and launches the same
+    grid; a launch the fast path cannot express (keyword arguments beyond
+    grid / warmup, a partial argument list, a callable grid, an entry with
+    tuner / heuristic constexprs, launch hooks or a flagtune tuner, a cache
+    miss) enters the stock ``run`` (witnessed). Returns ``{"pass", "reason"}``
+    and ``launch`` (the index of the first bad launch)."""
+    mock = case["mock"]
+    entry_needs_stock = bool(mock.get("wrappers")) or bool(mock.get("flagtune_tuner"))
+    for i, l in enumerate(obs["launches"]):
+        at = "launch %d (%s)" % (i, l["kind"])
+        ra, rb = l["raised_a"], l["raised_b"]
+
+        def bad(why):
+            return {"pass": False, "launch": i, "reason": at + ": " + why}
+
+        if bool(ra) != bool(rb):
+            return bad("patched raised '%s', stock raised '%s'" % (ra, rb))
+        if not l["equal"]:
+            return bad("result differs from the stock path (patched %r, stock %r)" % (l["a_out"], l["b_out"]))
+        if not ra and not l.get("return_equal", True):
+            return bad("run returned %s, the stock path returned %s" % (l.get("return_a"), l.get("return_b")))
+        if not ra and not l.get("grid_equal", True):
+            return bad("launched with grid %s, the stock path with %s" % (l.get("grid_a"), l.get("grid_b")))
+        must_stock = l["kind"] != "positional" or entry_needs_stock or l["cache_grew"]
+        if must_stock and not ra and l["stock_calls"] < 1:
+            return bad("the fast path cannot express this launch but the stock run was not entered")
+    return {"pass": True, "reason": "all launches matched"}
+
+
+# --------------------------------------------------------------------------
+# P4 key equivalence
+# --------------------------------------------------------------------------
+
+
+def key_equivalence(obs):
+    """P4 on a key observation (``session.key_case``): after a warm-up key,
+    the fast key equals the stock key (and hashes alike), and the installed
+    descriptor helper and memos answer as the originals do. Returns
+    ``{"pass", "reason"}``."""
+    if not obs["equal"]:
+        why = obs["raised"] or "fast key %s != stock key %s" % (obs["fast"], obs["stock"])
+        return {"pass": False, "reason": why}
+    if obs.get("memo_mismatches"):
+        return {"pass": False, "reason": obs["memo_mismatches"][0]}
+    return {"pass": True, "reason": "keys, helper and memos equal"}
+
+
+# --------------------------------------------------------------------------
+# P5 numerics and P6 aliasing / metadata
+# --------------------------------------------------------------------------
+
+#: rtol per floating dtype: FlagGems' own accuracy-test figures (its
+#: tests/accuracy_utils.py, RESOLUTION).
+RESOLUTION = {"float16": 1e-3, "float32": 1.3e-6, "bfloat16": 0.016, "float64": 1e-7}
+FLOATING = ("float16", "float32", "bfloat16", "float64")
+POINTWISE_ATOL = 1e-4
+
+
+def _norm_dim(d, rank):
+    r = max(rank, 1)
+    return (d % r + r) % r
+
+
+def tolerance(rule, dtype, out_dtype, call):
+    """(rtol, atol) for an output of dtype ``out_dtype`` of an op run in
+    ``dtype`` on ``call`` (its layouts and arguments), by the catalog entry's
+    tolerance ``rule``:
+
+    * ``exact``: (0, 0).
+    * ``pointwise``: rtol = RESOLUTION of the run's dtype (of the output's
+      when the run is integral), atol 1e-4.
+    * ``reduction`` / ``scan``: like pointwise, but atol 1e-4 * sqrt(n) for n
+      elements reduced into one output element (``dims_arg``: the argument
+      holding the dim list, or ``dim_arg``: the one dim a scan runs along):
+      rounding errors of an accumulation grow like sqrt(n) for N(0, 1) inputs,
+      and FlagGems' own bound linear in n would hide a dropped element.
+    * ``normalization``: rtol max(RESOLUTION, 1e-5), atol 1e-4.
+
+    Integral and bool outputs are always exact."""
+    kind = rule["rule"]
+    if kind == "exact" or out_dtype not in FLOATING:
+        return 0.0, 0.0
+    rtol = RESOLUTION[dtype if dtype in FLOATING else out_dtype]
+    if kind == "pointwise":
+        return rtol, POINTWISE_ATOL
+    if kind == "normalization":
+        return max(rtol, 1e-5), POINTWISE_ATOL
+    shape = call["tensors"][0]["shape"]
+    if kind == "reduction":
+        dims = call["args"][rule["dims_arg"]]
+        n = 1
+        for d in (dims if isinstance(dims, list) else [dims]):
+            if shape:
+                n *= shape[_norm_dim(d, len(shape))]
+        return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
+    if kind == "scan":
+        d = call["args"][rule["dim_arg"]]
+        n = shape[_norm_dim(d, len(shape))] if shape else 1
+        return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
+    raise ValueError("unknown tolerance rule %r" % kind)
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def _bits(t):
+    torch = _torch()
+    t = t.contiguous()
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def same_bits(a, b):
+    """Same dtype, shape and bit patterns (NaN payloads and -0.0 count)."""
+    if a is None or b is None:
+        return a is b
+    torch = _torch()
+    return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(_bits(a), _bits(b)))
+
+
+def _index_text(i, shape):
+    out = []
+    for s in reversed(list(shape)):
+        out.append(i % s if s else 0)
+        i = i // s if s else 0
+    return list(reversed(out))
+
+
+def _num(v):
+    return "%.9g" % v
+
+
+def compare_close(actual, expected, rtol, atol):
+    """'' when ``actual`` matches ``expected`` (CPU tensors): the same shape,
+    NaN in the same places, infinities equal, and |a - e| <= atol + rtol * |e|
+    elsewhere; else the first finding, one line."""
+    if list(actual.shape) != list(expected.shape):
+        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
+    if actual.numel() == 0 or (actual.dtype == expected.dtype and same_bits(actual, expected)):
+        return ""
+    a = actual.double().reshape(-1)
+    e = expected.double().reshape(-1)
+    an, en = a.isnan(), e.isnan()
+    infs = a.isinf() | e.isinf()
+    finite = ~(an | en | infs)
+    diff = (a - e).abs()
+    bad = (an ^ en) | (infs & (a != e) & ~an) | (finite & (diff > e.abs() * rtol + atol))
+    count = int(bad.sum())
+    if count == 0:
+        return ""
+    i = int(bad.nonzero()[0, 0])
+    worst = float(diff[finite].max()) if bool(finite.any()) else 0.0
+    return "%d of %d elements beyond rtol %g atol %g; first at %s: actual %s, expected %s (max abs error %s)" % (
+        count, a.numel(), rtol, atol, _index_text(i, actual.shape), _num(float(a[i])), _num(float(e[i])), _num(worst))
+
+
+def _selected(inp, idx, dim, keepdim):
+    """The elements of ``inp`` that indices ``idx`` select along ``dim``
+    (None: over the flattened input), as a flat tensor."""
+    torch = _torch()
+    if dim is None:
+        return inp.reshape(-1).index_select(0, idx.reshape(-1).long())
+    if inp.dim() == 0:
+        return inp.reshape(1).index_select(0, idx.reshape(-1).long())
+    d = _norm_dim(dim, inp.dim())
+    i = idx.long()
+    if not keepdim and i.dim() < inp.dim():
+        i = i.unsqueeze(d)
+    return torch.gather(inp, d, i).reshape(-1)
+
+
+def compare_indices(actual, expected, inp, dim, keepdim):
+    """'' when indices ``actual`` select, along ``dim`` of ``inp``, the same
+    values (bit for bit, any NaN equal to any NaN) as ``expected`` do: the
+    judgement for outputs that may legally differ among ties (argmin,
+    max.dim, sort). Else the first finding, one line."""
+    torch = _torch()
+    if list(actual.shape) != list(expected.shape):
+        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
+    if actual.numel() == 0 or torch.equal(actual.long(), expected.long()):
+        return ""
+    size = inp.numel() if dim is None else (1 if inp.dim() == 0 else inp.shape[_norm_dim(dim, inp.dim())])
+    a = actual.long().reshape(-1)
+    out_of_range = (a < 0) | (a >= size)
+    if bool(out_of_range.any()):
+        i = int(out_of_range.nonzero()[0, 0])
+        return "index %d at %s is out of range [0, %d)" % (int(a[i]), _index_text(i, actual.shape), size)
+    got = _selected(inp, actual, dim, keepdim)
+    want = _selected(inp, expected, dim, keepdim)
+    both_nan = got.isnan() & want.isnan() if got.is_floating_point() else torch.zeros_like(got, dtype=torch.bool)
+    differ = (_bits(got) != _bits(want)) & ~both_nan
+    if not bool(differ.any()):
+        return ""
+    i = int(differ.nonzero()[0, 0])
+    return "%d of %d indices select other values; first at %s: index %d selects %s, ATen's index %d selects %s" % (
+        int(differ.sum()), a.numel(), _index_text(i, actual.shape), int(a[i]), _num(float(got[i])),
+        int(expected.reshape(-1)[i]), _num(float(want[i])))
+
+
+def _storage_range(t):
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    lo = s.data_ptr()
+    return lo, lo + s.nbytes()
+
+
+def _overlap(a, b):
+    (a0, a1), (b0, b1) = _storage_range(a), _storage_range(b)
+    return a0 < a1 and b0 < b1 and a0 < b1 and b0 < a1
+
+
+def _arg(call, index, default=None):
+    args = call["args"]
+    return args[index] if index is not None and index < len(args) else default
+
+
+def _check_inputs(rec, where, aliasing):
+    for j, snap in enumerate(rec["inputs"]):
+        t = snap["tensor"]
+        what = "%s: input %d" % (where, j)
+        if [list(t.shape), list(t.stride()), t.storage_offset()] != [snap["shape"], snap["strides"], snap["offset"]]:
+            aliasing.append("%s metadata changed: sizes %s -> %s, strides %s -> %s, storage offset %d -> %d" % (
+                what, snap["shape"], list(t.shape), snap["strides"], list(t.stride()), snap["offset"], t.storage_offset()))
+        if t._version != snap["version"]:
+            aliasing.append("%s version counter %d -> %d (written in place)" % (what, snap["version"], t._version))
+        before, now = snap["storage"], storage_of(t)
+        nb, nn = (0 if before is None else before.numel()), (0 if now is None else now.numel())
+        if nb != nn:
+            aliasing.append("%s storage resized from %d to %d elements" % (what, nb, nn))
+        elif before is not None:
+            now_cpu = now.cpu()
+            if not same_bits(before, now_cpu):
+                at = int((_bits(before) != _bits(now_cpu)).nonzero()[0, 0])
+                aliasing.append("%s values changed: storage element %d was %s, now %s" % (
+                    what, at, _num(float(before[at].double())), _num(float(now_cpu[at].double()))))
+
+
+def storage_of(t):
+    """A tensor's whole storage as a 1-D tensor on its device, or None when
+    the storage holds no element."""
+    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    n = s.nbytes() // t.element_size()
+    return t.as_strided((n,), (1,), 0) if n else None
+
+
+def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
+    """P5 / P6 findings of one pass (unpatched or patched) over the calls."""
+    outputs_rule = judging.get("outputs") or []
+    raised = 0
+    for k, rec in enumerate(pas["calls"]):
+        call = case["calls"][k]
+        expected = obs["expected"][k]
+        where = "call %d%s" % (k, tag)
+        _check_inputs(rec, where, aliasing)  # also when the op raised: it may have written first
+        if rec["error"]:
+            numerics.append("%s: the op raised %s; CPU ATen returns %d output(s)" % (where, rec["error"], len(expected)))
+            raised += 1
+            continue
+        outs = rec["outputs"]
+        if len(outs) != len(expected):
+            f = "%s: %d output(s), ATen gives %d" % (where, len(outs), len(expected))
+            aliasing.append(f)
+            numerics.append(f)
+            continue
+        first_device = rec["inputs"][0]["tensor"].device if rec["inputs"] else None
+        for i, (o, ex) in enumerate(zip(outs, expected)):
+            out = "%s: output %d" % (where, i)
+            dtype = str(o.dtype).replace("torch.", "")
+            if dtype != ex["dtype"]:
+                aliasing.append("%s has dtype %s, ATen gives %s" % (out, dtype, ex["dtype"]))
+            if list(o.shape) != ex["shape"]:
+                aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
+            if first_device is not None and o.device != first_device:
+                aliasing.append("%s is on %s, the inputs on %s" % (out, o.device, first_device))
+            for j, snap in enumerate(rec["inputs"]):
+                if _overlap(o, snap["tensor"]):
+                    aliasing.append("%s shares storage with input %d (no fresh storage)" % (out, j))
+            for j in range(i):
+                if _overlap(o, outs[j]):
+                    aliasing.append("%s shares storage with output %d" % (out, j))
+            for kk in range(k):
+                for j, earlier in enumerate(pas["calls"][kk]["outputs"]):
+                    if _overlap(o, earlier):
+                        aliasing.append("%s shares storage with output %d of call %d" % (out, j, kk))
+            rule = outputs_rule[i] if i < len(outputs_rule) else {"kind": "values"}
+            snap = rec["after"][i]
+            if rule.get("kind") == "indices":
+                inp = obs["cpu_inputs"][k][rule.get("input", 0)]
+                dim = _arg(call, rule.get("dim_arg"))
+                keepdim = bool(_arg(call, rule.get("keepdim_arg"), rule.get("keepdim", True)))
+                f = compare_indices(snap, ex["values"], inp, dim, keepdim)
+            else:
+                rtol, atol = tolerance(judging["tolerance"], case["dtype"], ex["dtype"], call)
+                f = compare_close(snap, ex["values"], rtol, atol)
+            if f:
+                numerics.append("%s: %s" % (out, f))
+    # Earlier outputs unchanged by later calls (compared at the end).
+    for k, rec in enumerate(pas["calls"][:-1]):
+        for i, o in enumerate(rec["outputs"]):
+            if i < len(rec["after"]) and not same_bits(rec["after"][i], o.cpu()):
+                aliasing.append("call %d%s: output %d was changed by a later call" % (k, tag, i))
+    return raised
+
+
+def _patched_vs_unpatched(unpatched, patched, numerics):
+    differ = False
+    for k, (u, p) in enumerate(zip(unpatched["calls"], patched["calls"])):
+        where = "call %d" % k
+        if u["error"] != p["error"]:
+            differ = True
+            numerics.append("%s: unpatched %s, patched %s" % (
+                where, "returned" if not u["error"] else "raised " + u["error"],
+                "returned" if not p["error"] else "raised " + p["error"]))
+            continue
+        if len(u["after"]) != len(p["after"]):
+            differ = True
+            numerics.append("%s: patched returned %d output(s), unpatched %d" % (where, len(p["after"]), len(u["after"])))
+        for i, (a, b) in enumerate(zip(p["after"], u["after"])):
+            if same_bits(a, b):
+                continue
+            differ = True
+            if a.dtype != b.dtype:
+                f = "dtype %s, unpatched %s" % (a.dtype, b.dtype)
+            elif a.shape != b.shape:
+                f = "shape %s, unpatched %s" % (list(a.shape), list(b.shape))
+            else:
+                f = compare_close(a, b, 0.0, 0.0) or "bit patterns differ (e.g. NaN payload or the sign of zero)"
+            numerics.append("%s: output %d: patched differs bitwise from unpatched: %s" % (where, i, f))
+    return differ
+
+
+def op_findings(obs, case, judging):
+    """P5 and P6 on one op case (``ops.observe_case``).
+
+    ``case`` is the case's JSON form (op, dtype, calls); ``judging`` the
+    catalog entry's judging spec: ``tolerance`` (a rule for ``tolerance``) and
+    ``outputs`` (per output: ``{"kind": "values"}``, the default, or
+    ``{"kind": "indices", "input": i, "dim_arg": a, "keepdim_arg": b}`` for
+    indices judged by the values they select).
+
+    Returns ``{"numerics": [...], "aliasing": [...], "fast_path",
+    "patched_vs_unpatched", "calls", "calls_raised"}``: the findings of P5
+    (values within tolerance of the CPU ATen reference, NaN in the same
+    places; the op raising where ATen returns; patched and unpatched bitwise
+    equal when the installer is active) and of P6 (outputs with ATen's dtype,
+    shape and the inputs' device, in fresh storage; inputs unchanged in values,
+    sizes, strides, storage offset and version counter; earlier outputs
+    unchanged by later calls). Both paths are judged when the installer is
+    active: a fault on the unpatched path is as real as one on the patched
+    path."""
+    numerics, aliasing = [], []
+    passes = obs["passes"]
+    active = obs["fast_path"] == "active"
+    raised = 0
+    for pas in passes:
+        tag = " (%s)" % pas["name"] if active else ""
+        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing)
+    out = {"numerics": numerics, "aliasing": aliasing, "fast_path": obs["fast_path"], "calls_raised": raised}
+    if active:
+        differ = _patched_vs_unpatched(passes[0], passes[1], numerics)
+        out["patched_vs_unpatched"] = "differ" if differ else "equal"
+    elif obs["fast_path"] == "inactive":
+        out["patched_vs_unpatched"] = "not compared: the installer did not install its fast path (see P1)"
+        out["install"] = obs.get("install")
+    else:
+        out["patched_vs_unpatched"] = "not compared: the target has no installer"
+    judged = passes[-1]
+    calls = []
+    for k, rec in enumerate(judged["calls"]):
+        c = {"expected": [{"dtype": e["dtype"], "shape": e["shape"]} for e in obs["expected"][k]],
+             "actual": [{"dtype": str(o.dtype).replace("torch.", ""), "shape": list(o.shape),
+                         "strides": list(o.stride()), "device": str(o.device)} for o in rec["outputs"]],
+             "metadata_from": obs["expected"][k][0]["source"] if obs["expected"][k] else "meta"}
+        if rec["error"]:
+            c["error"] = rec["error"]
+        calls.append(c)
+    out["calls"] = calls
+    return out
+
+
+def op_verdict(findings, prop):
+    """P5 (``prop`` "P5": the numerics findings) or P6 ("P6": aliasing) of
+    ``op_findings``: ``{"pass", "reason"}``; the reason is the first finding
+    and how many more there are."""
+    f = findings["numerics" if prop == "P5" else "aliasing"]
+    if not f:
+        return {"pass": True, "reason": "held"}
+    why = f[0] + (" (and %d more)" % (len(f) - 1) if len(f) > 1 else "")
+    return {"pass": False, "reason": why}
+
+
+def gates_open(gates, gate_builds):
+    """Whether ``gates`` ({accelerator, routes_to_flaggems}) open an installer
+    scoped to the builds ``gate_builds``: the build is one of them and the
+    configuration routes to FlagGems."""
+    return gates["accelerator"] in gate_builds and bool(gates["routes_to_flaggems"])

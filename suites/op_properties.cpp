@@ -1,0 +1,177 @@
+// P5 numerics and P6 aliasing / metadata over the op catalog: one run per
+// (property, op, dtype); P5 and P6 of the same op and dtype draw the same
+// cases from the same seed, so P6 judges the observations P5 made.
+#include "catalog/catalog.h"
+#include "suites/registry.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+namespace flagprop {
+
+namespace {
+
+// Totals over the cases of one run, for the report and the benchmark.
+struct OpStats {
+  int cases = 0;
+  int reused = 0;  // judged from the other property's run of the same case
+  int compilations = 0;
+  double referenceUs = 0, deviceUs = 0, totalUs = 0;
+
+  void add(const json& result, bool fromMemo) {
+    if (fromMemo) {
+      ++reused;
+      return;
+    }
+    ++cases;
+    const json ev = result.value("evidence", json::object());
+    compilations += ev.value("compilations", 0);
+    const json t = ev.value("time_us", json::object());
+    referenceUs += t.value("reference", 0.0);
+    deviceUs += t.value("device", 0.0);
+    totalUs += result.value("time_us", 0.0);
+  }
+  json toJson() const {
+    const double t = totalUs > 0 ? totalUs : 1;
+    return {{"cases_executed", cases},
+            {"cases_reused", reused},
+            {"compilations", compilations},
+            {"compilations_per_100_cases", cases ? 100.0 * compilations / cases : 0.0},
+            {"share",
+             {{"reference", referenceUs / t},
+              {"device_op", deviceUs / t},
+              {"harness", std::max(0.0, (totalUs - referenceUs - deviceUs) / t)}}},
+            {"us_per_case", cases ? totalUs / cases : 0.0}};
+  }
+};
+
+// What the runs of one op and dtype share: the observations by case, and
+// whether a case lost the device.
+struct OpRunState {
+  std::unordered_map<std::string, json> memo;
+  bool lost = false;
+};
+
+// Whether a message says the device context is gone for this process.
+bool deviceLostText(const std::string& s) {
+  for (const char* k : {"illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
+                        "device-side assert", "unspecified launch failure"})
+    if (s.find(k) != std::string::npos) return true;
+  return false;
+}
+
+// The first finding or harness error of `result` that says the device is gone.
+std::string lostDeviceIn(const json& result) {
+  const json ev = result.value("evidence", json::object());
+  for (const char* k : {"numerics", "aliasing"})
+    for (const auto& f : ev.value(k, json::array()))
+      if (deviceLostText(f.get<std::string>())) return f.get<std::string>();
+  return "";
+}
+
+json lostResult(const json& evidence, const std::string& why) {
+  const json v = {{"pass", false}, {"reason", "the device context was lost while running this case (unshrunk): " + why}};
+  return {{"verdicts", {{"P5", v}, {"P6", v}}}, {"evidence", evidence}};
+}
+
+// Judges one case of `entry`: from the memo, or by running it; marks the
+// session's device lost when the case broke it.
+json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEntry& entry, const std::string& key,
+                 const Case& c) {
+  if (state.lost) throw StickyFailure(s.deviceLost);
+  const std::string caseKey = c.value.dump();
+  const auto hit = state.memo.find(caseKey);
+  if (hit != state.memo.end()) {
+    stats.add(hit->second, true);
+    return hit->second;
+  }
+  json result;
+  try {
+    result = s.check("op", c.value, entry.judging);
+  } catch (const py::error_already_set& e) {
+    if (!deviceLostText(e.what())) throw;
+    result = lostResult({{"harness_error", e.what()}}, describe(e));
+    state.lost = true;
+  }
+  const std::string lost = lostDeviceIn(result);
+  if (!lost.empty()) {
+    result = lostResult(result.value("evidence", json::object()), lost);
+    state.lost = true;
+  }
+  if (state.lost) {
+    s.deviceLost = "the device context was lost during " + key + " (" + verdictOf(result, "P5").at("reason").get<std::string>() + ")";
+    result.erase("tag");
+  }
+  state.memo.emplace(caseKey, result);
+  stats.add(result, false);
+  return result;
+}
+
+gen::LayoutLimits limitsOf(const Target& t) {
+  gen::LayoutLimits lim;
+  lim.maxElements = t.maxElements;
+  lim.specials = t.specials;
+  lim.palette = t.layoutPalette;
+  lim.paletteSeed = t.paletteSeed;
+  return lim;
+}
+
+PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                  const rc::Gen<Case>& cases, std::shared_ptr<OpRunState> state) {
+  PropertyRun run;
+  run.id = def.id;
+  run.title = def.title;
+  run.op = entry.name;
+  run.dtype = dtype;
+  run.checkKind = def.checkKind;
+  run.judging = entry.judging;
+  run.cases = s.target().opCases;
+  run.generator = cases;
+  auto stats = std::make_shared<OpStats>();
+  const std::string key = def.id + "/" + entry.name + "/" + dtype;
+  TargetSession* sp = &s;
+  const OpEntry* e = &entry;
+  run.judge = [sp, state, stats, e, key](const Case& c) { return judgeOpCase(*sp, *state, *stats, *e, key, c); };
+  run.precondition = [sp, run, state]() -> std::optional<PropertyOutcome> {
+    if (sp->deviceLost.empty() || state->lost) return std::nullopt;
+    return outcomeFor(run, "error", "not run: " + sp->deviceLost + "; rerun it alone with --op " + run.op);
+  };
+  run.finish = [stats, state](PropertyOutcome& o) {
+    o.observations["stats"] = stats->toJson();
+    if (state->lost) o.reproduce.clear();  // the device, not this case's inputs, decided the later cases
+  };
+  return run;
+}
+
+}  // namespace
+
+std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
+                                const Selection& sel) {
+  const Target& t = session.target();
+  std::vector<PropertyRun> runs;
+  std::vector<std::string> names;
+  const gen::LayoutLimits lim = limitsOf(t);
+  for (const auto& entry : catalog()) {
+    if (!t.catalogOps.empty() && std::find(t.catalogOps.begin(), t.catalogOps.end(), entry.name) == t.catalogOps.end())
+      continue;
+    for (const auto& dtype : entry.dtypes) {
+      if (!t.dtypes.empty() && std::find(t.dtypes.begin(), t.dtypes.end(), dtype) == t.dtypes.end()) continue;
+      std::vector<const PropertyDef*> wanted;
+      for (const auto* d : defs)
+        if (sel.takes(d->id, entry.name, dtype)) wanted.push_back(d);
+      if (wanted.empty()) continue;
+      const auto palette = std::make_shared<const std::vector<OpCall>>(buildPalette(entry, dtype, lim));
+      const rc::Gen<Case> cases = rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) {
+        return Case{toJson(c)};
+      });
+      auto state = std::make_shared<OpRunState>();
+      for (const auto* d : wanted) runs.push_back(opRun(session, *d, entry, dtype, cases, state));
+      if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
+    }
+  }
+  if (!runs.empty()) session.setupOps(names);
+  return runs;
+}
+
+}  // namespace flagprop

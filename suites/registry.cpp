@@ -1,0 +1,97 @@
+#include "suites/registry.h"
+
+#include "catalog/catalog.h"
+
+#include <algorithm>
+
+namespace flagprop {
+
+const std::vector<PropertyDef>& properties() {
+  using S = PropertyDef::Scope;
+  static const std::vector<PropertyDef> defs = {
+      {"P1", "install status", "install", S::Installer,
+       "after the installer returns, every component it has is active or reported skipped"},
+      {"P2", "idempotence", "install2", S::Installer,
+       "a second install changes nothing, wraps nothing twice and reports a skip again"},
+      {"P3", "stock fallback", "launch", S::Installer,
+       "launches the fast path cannot express reach the stock run and give its result"},
+      {"P4", "key equivalence", "key", S::Installer,
+       "the fast key, descriptor helper and memos answer as the stock ones do"},
+      {"P5", "numerics", "op", S::Op,
+       "the device result matches CPU ATen within tolerance; patched equals unpatched bitwise"},
+      {"P6", "aliasing and metadata", "op", S::Op,
+       "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
+  };
+  return defs;
+}
+
+const PropertyDef* findProperty(const std::string& id) {
+  for (const auto& d : properties())
+    if (d.id == id) return &d;
+  return nullptr;
+}
+
+std::string checkRunKey(const std::string& key) {
+  const std::string syntax = checkRunKeySyntax(key);
+  if (!syntax.empty()) return syntax;
+  const std::string id = key.substr(0, key.find('/'));
+  const PropertyDef* d = findProperty(id);
+  if (!d) {
+    std::string ids;
+    for (const auto& p : properties()) ids += (ids.empty() ? "" : ", ") + p.id;
+    return "names no property (" + ids + ")";
+  }
+  if (key.find('/') != std::string::npos && d->scope != PropertyDef::Scope::Op)
+    return id + " runs once per target; only op properties take /OP or /OP/DTYPE";
+  return "";
+}
+
+std::vector<std::string> targetProperties(const Target& t) {
+  const std::string& origin = t.manifestPath;
+  for (const auto& p : t.properties) {
+    const std::string why = checkRunKey(p);
+    if (!why.empty()) throw ManifestError(origin + ": field 'properties': " + p + " " + why);
+    if (findProperty(p)->scope == PropertyDef::Scope::Installer && !t.hasInstaller())
+      throw ManifestError(origin + ": field 'properties': " + p + " needs an installer; this target has none");
+  }
+  for (auto it = t.expect.begin(); it != t.expect.end(); ++it) {
+    const std::string why = checkRunKey(it.key());
+    if (!why.empty()) throw ManifestError(origin + ": field 'expect': key '" + it.key() + "' " + why);
+  }
+  if (!t.properties.empty()) return t.properties;
+  std::vector<std::string> out;
+  const auto scope = t.hasInstaller() ? PropertyDef::Scope::Installer : PropertyDef::Scope::Op;
+  for (const auto& d : properties())
+    if (d.scope == scope) out.push_back(d.id);
+  return out;
+}
+
+bool Selection::takes(const std::string& id, const std::string& op, const std::string& dtype) const {
+  auto listed = [](const std::vector<std::string>& v, const std::string& x) {
+    return v.empty() || x.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (!listed(ops, op) || !listed(dtypes, dtype)) return false;
+  if (properties.empty()) return true;
+  for (const auto& f : properties)
+    if (f == id || (!op.empty() && (f == id + "/" + op || f == id + "/" + op + "/" + dtype))) return true;
+  return false;
+}
+
+std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel) {
+  const auto ids = targetProperties(session.target());
+  std::vector<PropertyRun> runs;
+  std::vector<const PropertyDef*> opDefs;
+  for (const auto& d : properties()) {
+    if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) continue;
+    if (d.scope == PropertyDef::Scope::Op) {
+      opDefs.push_back(&d);
+    } else if (sel.takes(d.id)) {
+      runs.push_back(installerRun(session, d));
+    }
+  }
+  if (!opDefs.empty())
+    for (auto& r : opRuns(session, opDefs, sel)) runs.push_back(std::move(r));
+  return runs;
+}
+
+}  // namespace flagprop

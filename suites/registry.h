@@ -1,0 +1,66 @@
+// The property registry: every property flagprop checks, written once (id,
+// title, which targets it applies to, its generator, and the flagprop.checks
+// kind that pairs its observer with its verdict), and the planner that
+// turns a target into property runs.
+#pragma once
+
+#include "suites/property.h"
+
+#include <string>
+#include <vector>
+
+namespace flagprop {
+
+/// One property.
+struct PropertyDef {
+  std::string id;         ///< "P1"
+  std::string title;      ///< "install status"
+  std::string checkKind;  ///< flagprop.checks kind: install | install2 | launch | key | op
+  /// Installer properties run once per target and need an installer; op
+  /// properties run once per catalog op and dtype.
+  enum class Scope { Installer, Op } scope;
+  std::string holds;  ///< when it holds, one line (for --help and docs)
+};
+
+/// Every property, in order.
+const std::vector<PropertyDef>& properties();
+
+/// The property `id`, or nullptr.
+const PropertyDef* findProperty(const std::string& id);
+
+/// "" when `key` is a run key of a registered property ("P1", or for an op
+/// property "P5/OP" and "P5/OP/DTYPE"), else why not (one line).
+std::string checkRunKey(const std::string& key);
+
+/// The property ids `t` runs: its `properties`, else every installer
+/// property when it has an installer, else the op properties. Throws
+/// ManifestError (naming the manifest) for an unknown id, an installer
+/// property on a target without an installer, or an `expect` key naming a
+/// property that is not registered.
+std::vector<std::string> targetProperties(const Target& t);
+
+/// A run-time narrowing of what runs (the CLI's --property, --op, --dtype).
+struct Selection {
+  std::vector<std::string> properties;  ///< run keys; empty = all
+  std::vector<std::string> ops;         ///< catalog ops; empty = all
+  std::vector<std::string> dtypes;      ///< dtypes; empty = all
+  /// Whether the selection takes run key id[/op/dtype].
+  bool takes(const std::string& id, const std::string& op = "", const std::string& dtype = "") const;
+};
+
+/// The property runs of `session`'s target under `sel`, in order: the
+/// installer properties, then P5 and P6 for each op and dtype (so that a run
+/// cut short keeps both properties of the ops it finished). Sets up the op
+/// under test when op runs are planned. Throws ManifestError when that fails.
+std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel);
+
+/// The runs of one installer property (P1-P4) on `session`.
+PropertyRun installerRun(TargetSession& session, const PropertyDef& def);
+
+/// The runs of the op properties `defs` (P5, P6) for every op and dtype of
+/// `session`'s target that `sel` takes; runs of the same op and dtype share
+/// their observations (one observation holds both properties' findings).
+std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
+                                const Selection& sel);
+
+}  // namespace flagprop

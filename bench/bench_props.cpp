@@ -8,10 +8,9 @@
 //    matrix/targets/h200-flaggems-ops.json): cases per second, the share of
 //    time in the CPU reference, in the op under test and in the harness, and
 //    Triton compilations per 100 cases.
+#include "catalog/catalog.h"
 #include "core/sandbox.h"
-#include "ops/catalog.h"
-#include "ops/op_run.h"
-#include "suites/property.h"
+#include "suites/registry.h"
 
 #include <chrono>
 #include <cstdio>
@@ -20,76 +19,90 @@
 
 using namespace flagprop;
 
-int main(int argc, char** argv) {
-  const int cases = argc > 1 ? std::atoi(argv[1]) : 300;
-  ensureInterpreter();
-  py::gil_scoped_acquire gil;
-  TargetSession s(loadTarget(fixturesDir() + "/targets/well-behaved.json"));
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+RunOptions benchOptions(int cases) {
+  RunOptions o;
+  o.cases = cases;
+  o.seed = 1;
+  return o;
+}
+
+void installerProperties(TargetSession& s, int cases) {
   std::printf("flagprop_bench: %d generated cases per property, well-behaved fixture, CPU mocks\n", cases);
   std::printf("%-4s %-18s %10s %12s %8s\n", "id", "property", "cases/s", "us/case", "status");
   for (const auto& d : properties()) {
-    RunOptions o;
-    o.cases = cases;
-    o.seed = 1;
+    if (d.scope != PropertyDef::Scope::Installer) continue;
     const auto t0 = std::chrono::steady_clock::now();
-    const PropertyOutcome r = d.run(s, o);
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("%-4s %-18s %10.0f %12.1f %8s\n", d.id, d.title, r.casesRun / sec, 1e6 * sec / r.casesRun,
-                r.status.c_str());
+    const PropertyOutcome r = runProperty(installerRun(s, d), benchOptions(cases));
+    const double sec = secondsSince(t0);
+    std::printf("%-4s %-18s %10.0f %12.1f %8s\n", d.id.c_str(), d.title.c_str(), r.casesRun / sec,
+                1e6 * sec / std::max(r.casesRun, 1), r.status.c_str());
   }
-  // Harness cost: the per-case fixed work, no installer call, no checks.
+}
+
+// The per-case fixed work: the sandbox, and the sandbox with the mock build
+// and the installer load (no installer call, no checks).
+void harnessCost(TargetSession& s, int cases) {
+  py::gil_scoped_acquire gil;
   const int n = cases * 3;
-  py::module_ session = helper("session");
-  py::dict spec;
+  const py::module_ session = pyImport("flagprop.session");
+  const py::object target = fromJson(s.targetJson());
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) {
-    Sandbox sb;
-  }
-  const double sandboxUs = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
+  for (int i = 0; i < n; ++i) Sandbox sb;
+  const double sandboxUs = 1e6 * secondsSince(t0) / n;
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     Sandbox sb;
-    session.attr("prepare_flag_gems")(s.targetDict(), spec);
-    session.attr("load_installer")(s.targetDict(), py::dict());
+    session.attr("prepare_flag_gems")(target, py::dict());
+    session.attr("load_installer")(target, fromJson(toJson(s.target().defaultGates())));
   }
-  const double harnessUs = 1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n;
   std::printf("harness: sandbox %.1f us/case; sandbox + mock build + installer load %.1f us/case\n", sandboxUs,
-              harnessUs);
+              1e6 * secondsSince(t0) / n);
   // The sandbox's cost grows with the watched modules loaded: with
   // FLAGPROP_BENCH_IMPORT=pkg (e.g. flag_gems on a GPU host) it is measured
   // again after importing pkg.
   if (const char* extra = std::getenv("FLAGPROP_BENCH_IMPORT")) {
     py::module_::import(extra);
     t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < cases; ++i) {
-      Sandbox sb;
-    }
-    std::printf("harness: sandbox %.1f us/case with %s imported (%zu modules loaded)\n",
-                1e6 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / cases, extra,
-                py::len(py::module_::import("sys").attr("modules")));
+    for (int i = 0; i < cases; ++i) Sandbox sb;
+    std::printf("harness: sandbox %.1f us/case with %s imported (%zu modules loaded)\n", 1e6 * secondsSince(t0) / cases,
+                extra, py::len(py::module_::import("sys").attr("modules")));
   }
+}
 
-  const std::string opsManifest = argc > 2 ? argv[2] : fixturesDir() + "/targets/aten-cpu.json";
-  TargetSession ops(loadTarget(opsManifest));
-  setupOps(ops);
+void opProperty(TargetSession& ops, int cases) {
   std::printf("\nP5 numerics, %d cases per op and dtype, target %s on %s\n", cases, ops.target().name.c_str(),
               ops.target().device.c_str());
   std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s\n", "op", "dtype", "cases/s", "us/case", "reference",
               "device op", "harness", "compiles/100", "status");
-  for (const auto& [entry, dtype] : opRuns(ops.target())) {
-    RunOptions o;
-    o.cases = cases;
-    o.seed = 1;
+  for (const auto& run : opRuns(ops, {findProperty("P5")}, Selection{})) {
     const auto t0 = std::chrono::steady_clock::now();
-    const PropertyOutcome r = runP5(ops, o, *entry, dtype);
-    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const PropertyOutcome r = runProperty(run, benchOptions(cases));
+    const double sec = secondsSince(t0);
     const json st = r.observations.value("stats", json::object());
     const json sh = st.value("share", json::object());
     const int executed = st.value("cases_executed", 0);
-    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s\n", entry->name.c_str(), dtype.c_str(),
+    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s\n", run.op.c_str(), run.dtype.c_str(),
                 executed / sec, 1e6 * sec / std::max(executed, 1), 100 * sh.value("reference", 0.0),
                 100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
                 st.value("compilations_per_100_cases", 0.0), r.status.c_str());
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int cases = argc > 1 ? std::atoi(argv[1]) : 300;
+  ensureInterpreter();
+  TargetSession s(loadTarget(fixturesDir() + "/targets/well-behaved.json"));
+  installerProperties(s, cases);
+  harnessCost(s, cases);
+  TargetSession ops(loadTarget(argc > 2 ? argv[2] : fixturesDir() + "/targets/aten-cpu.json"));
+  opProperty(ops, cases);
   return 0;
 }

@@ -112,8 +112,9 @@ rc::Gen<json> mockSpec(const json& schema, const json& fixed = json::object());
 /// Gate values; `fixed` pins them (a manifest's gates) instead of generating.
 rc::Gen<Gates> gates(std::optional<Gates> fixed = std::nullopt);
 
-/// P1 / P2 cases.
-rc::Gen<InstallCase> installCases(const json& schema, std::optional<Gates> fixed = std::nullopt);
+/// P1 / P2 cases; `pinned` mock spec fields are not drawn.
+rc::Gen<InstallCase> installCases(const json& schema, std::optional<Gates> fixed = std::nullopt,
+                                  const json& pinned = json::object());
 
 /// Integers at the key classifier's boundaries: 0, +-1, +-(2^31 - 1), +-2^31,
 /// 2^32, +-(2^63 - 1), 2^63, 2^64 - 1, each +-2 (clamped to +-(2^64 - 1)).
@@ -128,13 +129,15 @@ rc::Gen<ArgValue> tensorArg();
 /// descriptor-like objects (Triton's class or a same-named duck type).
 rc::Gen<ArgValue> keyArg();
 
-/// P4 cases: helper present; 0..4 arguments in each of the three sections.
-rc::Gen<KeyCase> keyCases(const json& schema);
+/// P4 cases: helper present; 0..4 arguments in each of the three sections;
+/// `pinned` mock spec fields are not drawn.
+rc::Gen<KeyCase> keyCases(const json& schema, const json& pinned = json::object());
 
 /// P3 cases: helper present; 1..3 argument sets; 1..8 launches of the kinds
 /// positional (weighted, so cache hits happen), extra_kwargs, partial,
-/// callable_grid; tuner / heuristics / hook wrappers and flagtune tuners vary.
-rc::Gen<LaunchCase> launchCases(const json& schema);
+/// callable_grid; tuner / heuristics / hook wrappers and flagtune tuners vary;
+/// `pinned` mock spec fields are not drawn.
+rc::Gen<LaunchCase> launchCases(const json& schema, const json& pinned = json::object());
 
 }  // namespace gen
 }  // namespace flagprop

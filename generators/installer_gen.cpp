@@ -66,8 +66,8 @@ rc::Gen<Gates> gates(std::optional<Gates> fixed) {
       rc::gen::set(&Gates::routesToFlagGems, weighted<bool>({{5, true}, {1, false}})));
 }
 
-rc::Gen<InstallCase> installCases(const json& schema, std::optional<Gates> fixed) {
-  return rc::gen::build<InstallCase>(rc::gen::set(&InstallCase::mock, mockSpec(schema)),
+rc::Gen<InstallCase> installCases(const json& schema, std::optional<Gates> fixed, const json& pinned) {
+  return rc::gen::build<InstallCase>(rc::gen::set(&InstallCase::mock, mockSpec(schema, pinned)),
                                      rc::gen::set(&InstallCase::gates, gates(fixed)));
 }
 
@@ -161,11 +161,19 @@ rc::Gen<ArgValue> keyArg() {
                                            {1, descriptorArg()}});
 }
 
-rc::Gen<KeyCase> keyCases(const json& schema) {
+namespace {
+// `pinned` with the helper present: P3 and P4 compare an installed fast path.
+json withHelper(json pinned) {
+  pinned["helper"] = "present";
+  return pinned;
+}
+}  // namespace
+
+rc::Gen<KeyCase> keyCases(const json& schema, const json& pinned) {
   auto section = rc::gen::mapcat(rc::gen::inRange(0, 5), [](int n) {
     return rc::gen::container<std::vector<ArgValue>>(n, keyArg());
   });
-  return rc::gen::build<KeyCase>(rc::gen::set(&KeyCase::mock, mockSpec(schema, {{"helper", "present"}})),
+  return rc::gen::build<KeyCase>(rc::gen::set(&KeyCase::mock, mockSpec(schema, withHelper(pinned))),
                                  rc::gen::set(&KeyCase::specArgs, section),
                                  rc::gen::set(&KeyCase::dnsArgs, section),
                                  rc::gen::set(&KeyCase::constArgs, section));
@@ -211,8 +219,8 @@ rc::Gen<std::vector<ArgValue>> argSet(const json& ps) {
 }
 }  // namespace
 
-rc::Gen<LaunchCase> launchCases(const json& schema) {
-  return rc::gen::mapcat(mockSpec(schema, {{"helper", "present"}}), [](const json& spec) {
+rc::Gen<LaunchCase> launchCases(const json& schema, const json& pinned) {
+  return rc::gen::mapcat(mockSpec(schema, withHelper(pinned)), [](const json& spec) {
     const int n = static_cast<int>(spec.at("params").size());
     auto sets = rc::gen::mapcat(rc::gen::inRange(1, 4), [spec](int k) {
       return rc::gen::container<std::vector<std::vector<ArgValue>>>(k, argSet(spec.at("params")));

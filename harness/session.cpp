@@ -85,6 +85,13 @@ void TargetSession::dryLoad() {
   const std::string& origin = target_.manifestPath;
   const py::module_ session = pyImport("flagprop.session");
   const py::object gates = fromJson(toJson(target_.defaultGates()));
+  if (target_.flagGems.kind == "mock") {
+    try {
+      pyImport("flagprop_mocks").attr("full")(fromJson(target_.flagGems.mock));
+    } catch (const py::error_already_set& e) {
+      throw ManifestError(origin + ": field 'flag_gems.mock': " + describe(e));
+    }
+  }
   if (target_.hasInstaller()) {
     Sandbox sb;
     try {

@@ -23,9 +23,10 @@ json probeCase(const std::string& kind) {
 
 rc::Gen<Case> generatorFor(const PropertyDef& def, const Target& t) {
   const json& schema = gen::mockSchema();
-  if (def.checkKind == "launch") return asCases(gen::launchCases(schema));
-  if (def.checkKind == "key") return asCases(gen::keyCases(schema));
-  return asCases(gen::installCases(schema, t.gates));
+  const json& pinned = t.flagGems.mock;
+  if (def.checkKind == "launch") return asCases(gen::launchCases(schema, pinned));
+  if (def.checkKind == "key") return asCases(gen::keyCases(schema, pinned));
+  return asCases(gen::installCases(schema, t.gates, pinned));
 }
 
 }  // namespace

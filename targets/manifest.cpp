@@ -46,7 +46,7 @@ class Section {
         throw ManifestError(origin_ + ": unknown field '" + prefix_ + it.key() + "' (known: " + joined(known) + ")");
   }
 
-  bool has(const std::string& key) const { return obj_.contains(key) && !obj_.at(key).is_null(); }
+  bool has(const std::string& key) const { return obj_.contains(key); }
   [[noreturn]] void fail(const std::string& why, const std::string& key) const {
     throw ManifestError(origin_ + ": " + (key.empty() && prefix_.empty() ? "" : "field '" + prefix_ + key + "' ") + why);
   }
@@ -154,7 +154,8 @@ InstallerSpec readInstaller(const Section& top, const std::string& origin, const
 FlagGemsSpec readFlagGems(const Section& top, const std::string& origin, const std::string& base) {
   FlagGemsSpec s;
   if (!top.has("flag_gems")) return s;
-  const Section fg(top.raw("flag_gems"), origin, "flag_gems.", {"kind", "path", "libentry_sha256", "supply_helper"});
+  const Section fg(top.raw("flag_gems"), origin, "flag_gems.",
+                   {"kind", "path", "libentry_sha256", "supply_helper", "mock"});
   s.kind = fg.oneOf("kind", "mock", {"mock", "source", "installed"});
   if (s.kind == "source") {
     s.path = fg.path("path", base, true);
@@ -167,6 +168,9 @@ FlagGemsSpec readFlagGems(const Section& top, const std::string& origin, const s
   if (s.kind == "mock") {
     fg.forbid("libentry_sha256", "applies to a real FlagGems (kind source or installed), not to the mocks");
     fg.forbid("supply_helper", "applies to a real FlagGems (kind source or installed); the mocks vary the helper");
+    s.mock = fg.object("mock");  // checked against the mock spec schema when the target loads
+  } else {
+    fg.forbid("mock", "applies to kind 'mock' only");
   }
   s.libentrySha256 = fg.sha256("libentry_sha256");
   s.supplyHelper = fg.boolean("supply_helper", false);
@@ -296,7 +300,8 @@ json Target::toJson() const {
              {{"kind", flagGems.kind},
               {"path", flagGems.path},
               {"libentry_sha256_expected", flagGems.libentrySha256},
-              {"supply_helper", flagGems.supplyHelper}}},
+              {"supply_helper", flagGems.supplyHelper},
+              {"mock", flagGems.mock}}},
             {"ops",
              {{"kind", ops.kind},
               {"path", ops.path},

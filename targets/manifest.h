@@ -47,6 +47,9 @@ struct FlagGemsSpec {
   std::string path;           ///< source: the checkout's src/ folder (absolute)
   std::string libentrySha256; ///< expected SHA256 of flag_gems/utils/libentry.py; empty = not pinned
   bool supplyHelper = false;  ///< inject flagprop's own _descriptor_cache_key into a real FlagGems
+  /// kind mock: mock spec fields every case uses (e.g. {"helper": "present"});
+  /// the generator draws the others (mocks/flagprop_mocks/spec.py).
+  nlohmann::json mock = nlohmann::json::object();
 };
 
 /// Where a target's op under test comes from (P5, P6); see flagprop/ops.py.

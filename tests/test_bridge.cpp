@@ -1,4 +1,5 @@
-// Tensor passing between C++ and Python shares storage; JSON conversion.
+// Tensor passing between C++ and Python shares storage; dispatcher schemas;
+// JSON conversion.
 #include "core/tensor_bridge.h"
 
 #include <ATen/ATen.h>
@@ -21,23 +22,12 @@ TEST(TensorBridge, WrapSharesStorageWithoutCopy) {
   EXPECT_THROW(unwrapTensor(py::int_(3)), std::invalid_argument);
 }
 
-TEST(TensorBridge, CppAndPythonBuildTheSameGeneratedTensor) {
-  py::gil_scoped_acquire gil;
-  for (const char* dtype : {"float32", "float16", "bfloat16", "float64", "int8", "uint8", "int32", "int64", "bool"}) {
-    TensorArgSpec s;
-    s.dtype = dtype;
-    s.numel = 9;
-    s.offset = 3;
-    s.seed = 41;
-    py::object a = makeTensorArg(s);
-    py::object b = helper("launch").attr("make_tensor")(dtype, 9, 3, 41);
-    EXPECT_TRUE(py::module_::import("torch").attr("equal")(a, b).cast<bool>()) << dtype;
-    EXPECT_EQ(a.attr("storage_offset")().cast<int64_t>(), 3) << dtype;
-    EXPECT_EQ(tensorAddress(a).second, 3);
-  }
-  TensorArgSpec bad;
-  bad.dtype = "complex32";
-  EXPECT_THROW(makeTensorArg(bad), std::invalid_argument);
+TEST(TensorBridge, SchemasComeFromTheDispatcher) {
+  EXPECT_EQ(atenSchema("add.Tensor"), "aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  EXPECT_EQ(atenSchema("tanh").rfind("aten::tanh(Tensor self)", 0), 0u) << atenSchema("tanh");
+  EXPECT_EQ(atenSchema("tanh.default"), atenSchema("tanh"));
+  EXPECT_EQ(atenSchema("no_such_op.Tensor"), "");
+  EXPECT_EQ(atenSchema("add.NoSuchOverload"), "");
 }
 
 TEST(JsonBridge, RoundTripsIncludingIntsBeyond64Bits) {

@@ -1,7 +1,10 @@
-// Bad input gets a clear one-line error naming what is wrong.
-#include "suites/property.h"
+// Bad input gets a clear one-line error naming the file and the field.
+#include "core/files.h"
+#include "suites/registry.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -34,36 +37,89 @@ std::string target(const std::string& extra) {
   return R"({"schema": "flagprop.target/1", "name": "t", "installer": {"path": ")" + kInstaller + "\"" + extra + "}}";
 }
 
+// The error of parsing the minimal valid target patched with `patch`, or "".
+std::string parseError(const json& patch) {
+  json j = {{"schema", "flagprop.target/1"}, {"name", "x"}, {"ops", {{"kind", "aten"}}}};
+  j.merge_patch(patch);
+  return errorOf([&] { targetProperties(parseTarget(j, "m.json", fixturesDir() + "/targets")); });
+}
+
 TEST(Manifest, MissingFile) {
   const auto e = errorOf([] { loadTarget("/nonexistent/flagprop.json"); });
   EXPECT_NE(e.find("/nonexistent/flagprop.json: no such file"), std::string::npos) << e;
 }
 
 TEST(Manifest, MalformedJson) {
-  const auto p = writeTemp("bad.json", "{\"schema\": ");
-  const auto e = errorOf([&] { loadTarget(p); });
+  const auto e = errorOf([&] { loadTarget(writeTemp("bad.json", "{\"schema\": ")); });
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << "one line";
 }
 
+TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
+  const std::string fifo = (fs::temp_directory_path() / "flagprop-test-fifo").string();
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(errorOf([&] { loadTarget(fifo); }).find("is not a regular file"), std::string::npos);
+  EXPECT_NE(errorOf([&] { loadTarget("/dev/zero"); }).find("is not a regular file"), std::string::npos);
+  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("big.json", std::string(2 << 20, ' '))); }).find("larger than"),
+            std::string::npos);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("deep.json", deep)); }).find("nested deeper than"), std::string::npos);
+}
+
 TEST(Manifest, WrongSchemaAndMissingFields) {
-  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("s.json", R"({"schema": "x/1", "name": "a"})")); }).find("expected 'flagprop.target/1'"),
+  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("s.json", R"({"schema": "x/1", "name": "a"})")); })
+                .find("expected 'flagprop.target/1'"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("n.json", R"({"schema": "flagprop.target/1"})")); }).find("missing field 'name'"),
-            std::string::npos);
-  EXPECT_NE(errorOf([&] {
-              loadTarget(writeTemp("i.json", R"({"schema": "flagprop.target/1", "name": "a", "properties": ["P1"]})"));
-            }).find("P1 needs an installer"),
+  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("n.json", R"({"schema": "flagprop.target/1"})")); })
+                .find("field 'name' is missing"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { loadTarget(writeTemp("p.json", target(R"(, "mode": "sideways")"))); }).find("installer.mode"),
             std::string::npos);
+}
+
+TEST(Manifest, UnknownFieldsAreErrorsInEverySection) {
+  EXPECT_NE(parseError({{"tragets", 1}}).find("unknown field 'tragets'"), std::string::npos);
+  EXPECT_NE(parseError({{"gates", {{"accelerator", "dcu"}, {"routes_to_flagems", true}}}})
+                .find("unknown field 'gates.routes_to_flagems'"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"ops", {{"kind", "aten"}, {"enabel", "flag_gems"}}}}).find("unknown field 'ops.enabel'"),
+            std::string::npos);
+  const std::string m = writeTemp("mx.json", R"({"schema": "flagprop.matrix/1", "tragets": ["a.json"]})");
+  EXPECT_NE(errorOf([&] { expandManifest(m); }).find("unknown field 'tragets'"), std::string::npos);
+  const std::string empty = writeTemp("me.json", R"({"schema": "flagprop.matrix/1", "targets": []})");
+  EXPECT_NE(errorOf([&] { expandManifest(empty); }).find("lists no targets"), std::string::npos);
+}
+
+TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
+  const std::string hash(64, 'a');
+  EXPECT_NE(parseError({{"flag_gems", {{"kind", "mock"}, {"libentry_sha256", hash}}}}).find("not to the mocks"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"ops", {{"kind", "aten"}, {"sha256", hash}}}}).find("applies to kind 'module' only"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "/etc/passwd"}}}}).find("must be a Python file"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"labels", {"cpu", 3}}}).find("field 'labels' must list non-empty strings"), std::string::npos);
+  EXPECT_NE(parseError({{"catalog", {"nope.Tensor"}}}).find("unknown op 'nope.Tensor'"), std::string::npos);
+  EXPECT_NE(parseError({{"dtypes", {"float8"}}}).find("no catalog dtype 'float8'"), std::string::npos);
+  EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "missing.py"}}}}).find("is not an existing file"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"properties", {"P1"}}}).find("needs an installer"), std::string::npos);
+  EXPECT_NE(parseError({{"properties", {"P9"}}}).find("names no property"), std::string::npos);
+  EXPECT_NE(parseError({{"expect", {{"P5/tahn", "pass"}}}}).find("no catalog op 'tahn'"), std::string::npos);
+  EXPECT_NE(parseError({{"op_cases", 0}}).find("op_cases' must be an integer"), std::string::npos);
+  EXPECT_NE(parseError({{"device", "gpu"}}).find("must be cpu, cuda:N or flagos:N"), std::string::npos);
+  EXPECT_EQ(parseError(json::object()), "");
+  const Target t = parseTarget({{"schema", "flagprop.target/1"}, {"name", "x"}}, "m.json", fixturesDir());
+  EXPECT_FALSE(t.hasInstaller());
+  EXPECT_EQ(targetProperties(t), (std::vector<std::string>{"P5", "P6"}));
 }
 
 TEST(Manifest, MissingInstallerPath) {
   const auto e = errorOf([&] {
     loadTarget(writeTemp("m.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": "nope/__init__.py"}})"));
   });
-  EXPECT_NE(e.find("installer.path 'nope/__init__.py' does not exist"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'installer.path' 'nope/__init__.py' is not an existing file"), std::string::npos) << e;
 }
 
 TEST(Manifest, MissingFlagGemsCheckout) {
@@ -71,7 +127,7 @@ TEST(Manifest, MissingFlagGemsCheckout) {
     loadTarget(writeTemp("fg.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": ")" + kInstaller +
                                         R"("}, "flag_gems": {"kind": "source", "path": "/nonexistent/src"}})"));
   });
-  EXPECT_NE(e.find("has no flag_gems/utils/libentry.py"), std::string::npos) << e;
+  EXPECT_NE(e.find("flag_gems.path"), std::string::npos) << e;
 }
 
 TEST(Manifest, HashMismatchNamesBothHashes) {
@@ -83,7 +139,13 @@ TEST(Manifest, HashMismatchNamesBothHashes) {
   EXPECT_NE(e.find("saw " + sha256File(kInstaller)), std::string::npos) << e;
 }
 
-TEST(Manifest, InstallerFunctionMissingOrModuleRaising) {
+TEST(Manifest, Sha256IsComputedWithoutTheInterpreter) {
+  const std::string p = writeTemp("abc.txt", "abc");
+  EXPECT_EQ(sha256File(p), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2 example
+  EXPECT_THROW(sha256File("/nonexistent"), FileError);
+}
+
+TEST(Manifest, InstallerFunctionMissingOrModuleRaisingOrComponentsWrong) {
   const Target t = loadTarget(writeTemp("f.json", target(R"(, "function": "no_such_installer")")));
   EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("has no installer 'no_such_installer'"), std::string::npos);
   const std::string raising = std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/raises_on_load.py";
@@ -91,11 +153,28 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaising) {
                                                       raising + "\"}}"));
   const auto e = errorOf([&] { TargetSession s(r); });
   EXPECT_NE(e.find("raised while loading: ImportError: this installer module cannot load"), std::string::npos) << e;
+  const Target c = loadTarget(writeTemp("c.json", target(R"(, "components": ["key", "run"])")));
+  EXPECT_NE(errorOf([&] { TargetSession s(c); }).find("installer.components declares key, run, but the installer source rebinds"),
+            std::string::npos);
+  const Target u = loadTarget(writeTemp("u.json", target(R"(, "components": ["kee"])")));
+  EXPECT_NE(errorOf([&] { TargetSession s(u); }).find("unknown component(s) kee"), std::string::npos);
+}
+
+TEST(Manifest, AnOpModuleThatIsNotPythonIsOneTargetError) {
+  const std::string notPython = writeTemp("not_python.py", "root:x:0:0:root:/root:/bin/bash\n");
+  const Target t = loadTarget(writeTemp("np.json", R"({"schema": "flagprop.target/1", "name": "a", "ops": {"kind": "module", "path": ")" +
+                                                       notPython + "\"}}"));
+  EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("does not load as Python"), std::string::npos);
+}
+
+TEST(Manifest, PinnedMockFieldsAreCheckedAgainstTheSchema) {
+  const Target t = loadTarget(writeTemp("mk.json", target(R"(}, "flag_gems": {"kind": "mock", "mock": {"helper": "sometimes"})")));
+  EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("flag_gems.mock"), std::string::npos);
 }
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 18u);
+  ASSERT_EQ(paths.size(), 20u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

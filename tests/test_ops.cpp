@@ -2,9 +2,8 @@
 // seed case and of every layout kind, the palette, and the teeth of P5 and
 // P6 (each op mutant caught by the property meant for it, the well-behaved
 // ops passing both).
-#include "ops/catalog.h"
-#include "ops/op_run.h"
-#include "suites/property.h"
+#include "core/tensor_bridge.h"
+#include "tests/fixture_sessions.h"
 
 #include <gtest/gtest.h>
 
@@ -14,24 +13,10 @@
 namespace flagprop {
 namespace {
 
-TargetSession& session(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<TargetSession>> sessions;
-  auto& s = sessions[name];
-  if (!s) {
-    s = std::make_unique<TargetSession>(loadTarget(fixturesDir() + "/targets/" + name + ".json"));
-    setupOps(*s);
-  }
-  return *s;
-}
-
+using test::judgeOpCase;
 PropertyOutcome runOp(const std::string& target, const std::string& prop, const std::string& op,
                       const std::string& dtype, int cases = 60) {
-  RunOptions o;
-  o.cases = cases;
-  o.seed = 20261130;
-  const OpEntry* e = findOp(op);
-  if (!e) throw std::runtime_error("no op " + op);
-  return prop == "P5" ? runP5(session(target), o, *e, dtype) : runP6(session(target), o, *e, dtype);
+  return test::runFixtureOp(target, prop, op, dtype, cases);
 }
 
 TEST(Layouts, SeedCaseStridesComeFromAPermutedContiguousBase) {
@@ -80,7 +65,7 @@ TEST(Catalog, LayerNormFloat32GeneratorReachesTheSeedCase) {
   const OpEntry* e = findOp("native_layer_norm");
   ASSERT_NE(e, nullptr);
   const json seed = toJson(layerNormSeedCall());
-  const auto g = e->sample("float32", gen::LayoutLimits{});
+  const auto g = e->sample({"float32", gen::LayoutLimits{}});
   rc::Random random(11);
   int hits = 0;
   for (int i = 0; i < 400; ++i) hits += toJson(g(random.split(), rc::kNominalSize).value()) == seed;
@@ -92,7 +77,8 @@ TEST(Catalog, SeedCasePassesOnTheWellBehavedOpsWithin1e4) {
   c.op = "native_layer_norm";
   c.dtype = "float32";
   c.calls = {layerNormSeedCall()};
-  const json obs = runOpCase(session("well-behaved"), *findOp(c.op), c);
+  const json r = judgeOpCase("well-behaved", c);
+  const json& obs = r.at("evidence");
   EXPECT_TRUE(obs.at("numerics").empty()) << obs.dump(2);
   EXPECT_TRUE(obs.at("aliasing").empty()) << obs.dump(2);
   EXPECT_EQ(obs.at("calls").at(0).at("actual").at(0).at("shape"), json::array({101, 3, 320}));
@@ -100,17 +86,107 @@ TEST(Catalog, SeedCasePassesOnTheWellBehavedOpsWithin1e4) {
   EXPECT_EQ(obs.at("patched_vs_unpatched"), "equal");
 }
 
-TEST(Catalog, EveryEntryIsCompleteAndNamesAnAtenOverload) {
+TEST(Catalog, EveryEntryIsCompleteAndNamesARegisteredAtenOverload) {
   std::set<std::string> names;
   for (const auto& e : catalog()) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
     EXPECT_FALSE(e.dtypes.empty()) << e.name;
-    EXPECT_TRUE(e.sample && e.reference && e.tolerance) << e.name;
-    EXPECT_EQ(e.schema.rfind(e.name.substr(0, e.name.find('.')), 0), 0u) << e.schema;
+    for (const auto& d : e.dtypes) EXPECT_EQ(checkCatalogDtype(d), "") << e.name;
+    EXPECT_TRUE(static_cast<bool>(e.sample)) << e.name;
+    EXPECT_NE(atenSchema(e.name), "") << e.name << " is not an overload LibTorch's dispatcher knows";
+    const std::string rule = e.judging.at("tolerance").at("rule");
+    EXPECT_TRUE(rule == "pointwise" || rule == "exact" || rule == "reduction" || rule == "scan" || rule == "normalization")
+        << e.name;
   }
   for (const char* n : {"native_layer_norm", "where.self", "eq.Scalar", "masked_fill.Scalar", "add.Tensor",
-                        "sum.dim_IntList", "mean.dim", "pow.Tensor_Scalar", "tanh", "rsqrt", "silu"})
+                        "sum.dim_IntList", "mean.dim", "pow.Tensor_Scalar", "tanh", "rsqrt", "silu", "_log_softmax",
+                        "argmin", "max.dim", "cumsum", "gather", "index_select", "clamp", "mul.Tensor", "div.Tensor",
+                        "sub.Tensor", "exp", "log", "gelu", "relu", "sort", "searchsorted.Tensor"})
     EXPECT_TRUE(names.count(n)) << n;
+}
+
+// Every op's sampler makes calls CPU ATen accepts (few discards) and every
+// value constraint holds in the tensors flagprop.ops builds.
+TEST(Catalog, SamplersMakeValidCallsAndValueKindsHold) {
+  py::gil_scoped_acquire gil;
+  const py::module_ ops = pyImport("flagprop.ops");
+  gen::LayoutLimits lim;
+  lim.maxElements = 4096;
+  rc::Random random(3);
+  for (const auto& e : catalog()) {
+    int rejected = 0;
+    const int n = 40;
+    for (int i = 0; i < n; ++i) {
+      const OpCall c = e.sample({e.dtypes.front(), lim})(random.split(), rc::kNominalSize).value();
+      const py::object call = fromJson(toJson(c));
+      const py::list cpu = ops.attr("build_cpu")(call);
+      for (size_t t = 0; t < c.tensors.size(); ++t) {
+        const auto& l = c.tensors[t];
+        py::object x = cpu[t];
+        if (py::int_(x.attr("numel")()).cast<int64_t>() == 0) continue;
+        if (l.values == "index") {
+          EXPECT_TRUE(x.attr("ge")(0).attr("all")().cast<bool>() && x.attr("lt")(l.high).attr("all")().cast<bool>())
+              << e.name << " index out of [0, " << l.high << ")";
+        } else if (l.values == "sorted" && !l.shape.empty()) {
+          const py::object diff = x.attr("diff")(py::arg("dim") = -1);
+          EXPECT_TRUE(diff.attr("ge")(0).attr("all")().cast<bool>()) << e.name << " not sorted";
+        } else if (l.values == "positive") {
+          EXPECT_TRUE(x.attr("gt")(0).attr("all")().cast<bool>()) << e.name;
+        }
+      }
+      try {
+        ops.attr("reference")(e.name, call, cpu, true);
+      } catch (const py::error_already_set&) {
+        ++rejected;
+      }
+    }
+    EXPECT_LE(rejected, n / 4) << e.name << ": CPU ATen rejects " << rejected << " of " << n << " sampled calls";
+  }
+}
+
+// Value kinds the layouts can ask for, built by flagprop.ops (the one builder).
+TEST(Layouts, ValueKindsHoldInTheBuiltStorage) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+from flagprop import ops
+def storage(kind, dtype="float32", high=0):
+    return ops.make_storage({"storage": 257, "dtype": dtype, "seed": 5, "values": kind, "high": high, "specials": []})
+ok = {
+  "positive": bool((storage("positive") > 0).all()) and bool((storage("positive", "int32") > 0).all()),
+  "nonzero": bool((storage("nonzero") != 0).all()) and bool((storage("nonzero", "int32") != 0).all()),
+  "unique": storage("unique").unique().numel() == 257 and storage("unique", "int32").unique().numel() == 257,
+  "index": bool(((storage("index", "int64", 7) >= 0) & (storage("index", "int64", 7) < 7)).all()),
+}
+layout = {"storage": 40, "dtype": "float32", "seed": 9, "values": "sorted", "specials": [],
+          "shape": [4, 5], "strides": [1, 8], "offset": 3}
+t = ops.build_cpu({"tensors": [layout], "args": []})[0]
+ok["sorted"] = bool((t.diff(dim=-1) >= 0).all())
+)", scope);
+  for (auto kv : py::dict(scope["ok"])) EXPECT_TRUE(kv.second.cast<bool>()) << py::str(kv.first).cast<std::string>();
+}
+
+// Outputs that may legally differ among ties are judged by the values they
+// select; a wrong index is still caught.
+TEST(Verdicts, IndicesAreJudgedByTheValuesTheySelect) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import torch
+from flagprop import verdicts
+x = torch.tensor([[3.0, 1.0, 1.0, 2.0], [float("nan"), 0.0, float("nan"), 5.0]])
+aten = torch.tensor([1, 0])       # argmin along dim 1: first of the ties, the first NaN
+tie = torch.tensor([2, 2])        # the other tie, the other NaN
+wrong = torch.tensor([3, 0])      # selects 2.0, not the minimum 1.0
+out_of_range = torch.tensor([1, 4])
+res = [verdicts.compare_indices(i, aten, x, 1, False) for i in (tie, wrong, out_of_range)]
+flat = verdicts.compare_indices(torch.tensor(2), torch.tensor(1), x[0], None, False)
+)", scope);
+  const json res = toJson(scope["res"]);
+  EXPECT_EQ(res[0], "") << "an index among ties is right";
+  EXPECT_NE(res[1].get<std::string>().find("select other values"), std::string::npos) << res[1];
+  EXPECT_NE(res[2].get<std::string>().find("out of range"), std::string::npos) << res[2];
+  EXPECT_EQ(toJson(scope["flat"]), "") << "dim None: over the flattened input";
 }
 
 TEST(Catalog, PaletteIsAFunctionOfSeedOpAndDtype) {
@@ -129,12 +205,13 @@ TEST(Catalog, PaletteIsAFunctionOfSeedOpAndDtype) {
 }
 
 TEST(OpTeeth, WellBehavedOpsPassP5AndP6ForEveryOpAndDtype) {
-  for (const auto& [e, dtype] : opRuns(session("well-behaved").target()))
-    for (const char* p : {"P5", "P6"}) {
-      const auto o = runOp("well-behaved", p, e->name, dtype, 25);
-      EXPECT_EQ(o.status, "pass") << p << " " << e->name << " " << dtype << ": " << o.reason << "\n"
-                                  << o.counterexample.dump();
-    }
+  auto& s = test::fixtureSession("well-behaved");
+  const auto runs = opRuns(s, {findProperty("P5"), findProperty("P6")}, Selection{});
+  ASSERT_EQ(runs.size(), 2u * 39);
+  for (const auto& run : runs) {
+    const auto o = runProperty(run, test::fixedSeed(25));
+    EXPECT_EQ(o.status, "pass") << o.key() << ": " << o.reason << "\n" << o.counterexample.dump();
+  }
 }
 
 TEST(OpTeeth, P6CatchesAnOpReturningAViewOfItsInput) {
@@ -230,33 +307,10 @@ TEST(OpTeeth, P5SaysSoWhenTheFastPathIsInactive) {
   call.tensors = {t};
   call.args = json::array({{{"tensor", 0}}});
   c.calls = {call};
-  const json obs = runOpCase(session("ops-fast-path-off"), *findOp("tanh"), c);
+  const json obs = judgeOpCase("ops-fast-path-off", c).at("evidence");
   EXPECT_EQ(obs.at("fast_path"), "inactive");
   EXPECT_NE(obs.at("patched_vs_unpatched").get<std::string>().find("not compared"), std::string::npos);
   EXPECT_TRUE(obs.at("numerics").empty()) << obs.dump(2);
-}
-
-TEST(Manifest, OpFieldsAreValidated) {
-  const std::string dir = fixturesDir() + "/targets";
-  auto bad = [&](const json& patch) {
-    json j = {{"schema", "flagprop.target/1"}, {"name", "x"}, {"ops", {{"kind", "aten"}}}};
-    j.merge_patch(patch);
-    try {
-      parseTarget(j, "m.json", dir);
-    } catch (const ManifestError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
-  EXPECT_NE(bad({{"catalog", {"nope.Tensor"}}}).find("unknown op 'nope.Tensor'"), std::string::npos);
-  EXPECT_NE(bad({{"dtypes", {"float8"}}}).find("dtypes may name"), std::string::npos);
-  EXPECT_NE(bad({{"ops", {{"kind", "module"}, {"path", "missing.py"}}}}).find("does not exist"), std::string::npos);
-  EXPECT_NE(bad({{"properties", {"P1"}}}).find("needs an installer"), std::string::npos);
-  EXPECT_NE(bad({{"op_cases", 0}}).find("op_cases must be"), std::string::npos);
-  EXPECT_EQ(bad(json::object()), "");
-  const Target t = parseTarget({{"schema", "flagprop.target/1"}, {"name", "x"}}, "m.json", dir);
-  EXPECT_EQ(t.installerMode, "none");
-  EXPECT_EQ(t.properties, (std::vector<std::string>{"P5", "P6"}));
 }
 
 }  // namespace

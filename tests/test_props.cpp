@@ -1,49 +1,46 @@
-// The property suites as RapidCheck properties under GoogleTest, over the
-// well-behaved fixture: each generated case must hold.
-#include "generators/gen.h"
-#include "suites/property.h"
+// The installer properties as RapidCheck properties under GoogleTest over the
+// well-behaved fixture: every generated case holds, judged by the same
+// flagprop.checks / flagprop.verdicts functions the suites and the
+// reproducers use.
+#include "generators/installer_cases.h"
+#include "tests/fixture_sessions.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
 namespace flagprop {
-json judgeIdempotence(const json& obs, bool gatesOpen, bool reportsOnce);
-json judgeFallback(const LaunchCase& c, const json& obs);
-
 namespace {
-TargetSession& wellBehaved() {
-  static TargetSession s(loadTarget(fixturesDir() + "/targets/well-behaved.json"));
-  return s;
+
+TargetSession& wellBehaved() { return test::fixtureSession("well-behaved"); }
+
+template <typename T>
+json judged(const std::string& kind, const T& c) {
+  return wellBehaved().check(kind, toJson(c));
 }
-}  // namespace
 
 RC_GTEST_PROP(P1InstallStatus, EveryComponentActiveOrReportedSkip, ()) {
-  const InstallCase c = *gen::installCase();
-  const json obs = wellBehaved().installCase(c.mock, c.gates, 1);
-  const json v = classifyInstall(obs, wellBehaved().target().gatesOpen(c.gates));
-  RC_ASSERT(v.at("pass").get<bool>());
-  if (wellBehaved().target().gatesOpen(c.gates) && c.mock.helper == "present" && c.mock.keySignature == "standard")
-    RC_ASSERT(v.at("install") == "active");
+  const InstallCase c = *gen::installCases(gen::mockSchema());
+  const json r = judged("install", c);
+  RC_ASSERT(r.at("pass").get<bool>());
+  if (wellBehaved().gatesOpen(c.gates) && c.mock.at("helper") == "present" && c.mock.at("key_signature") == "standard")
+    RC_ASSERT(r.at("tag") == "active");
 }
 
 RC_GTEST_PROP(P2Idempotence, TwoInstallsEqualOne, ()) {
-  const InstallCase c = *gen::installCase();
-  const json obs = wellBehaved().installCase(c.mock, c.gates, 2);
-  RC_ASSERT(judgeIdempotence(obs, wellBehaved().target().gatesOpen(c.gates), false).at("pass").get<bool>());
+  RC_ASSERT(judged("install2", *gen::installCases(gen::mockSchema())).at("pass").get<bool>());
 }
 
 RC_GTEST_PROP(P3StockFallback, InexpressibleLaunchesReachStockRun, ()) {
-  const LaunchCase c = *gen::launchCase();
-  const json obs = wellBehaved().launchCase(c, wellBehaved().defaultGates());
-  RC_ASSERT(obs.at("active").get<bool>());
-  RC_ASSERT(judgeFallback(c, obs).at("pass").get<bool>());
+  const json r = judged("launch", *gen::launchCases(gen::mockSchema()));
+  RC_ASSERT(!r.contains("inactive"));
+  RC_ASSERT(r.at("pass").get<bool>());
 }
 
-RC_GTEST_PROP(P4KeyEquivalence, FastKeyEqualsStockKey, ()) {
-  const KeyCase c = *gen::keyCase();
-  const json obs = wellBehaved().keyCase(c, wellBehaved().defaultGates());
-  RC_ASSERT(obs.at("active").get<bool>());
-  RC_ASSERT(obs.at("equal").get<bool>());
+RC_GTEST_PROP(P4KeyEquivalence, FastKeyHelperAndMemosEqualStock, ()) {
+  const json r = judged("key", *gen::keyCases(gen::mockSchema()));
+  RC_ASSERT(!r.contains("inactive"));
+  RC_ASSERT(r.at("pass").get<bool>());
 }
 
+}  // namespace
 }  // namespace flagprop

@@ -67,7 +67,7 @@ TEST(Sandbox, NothingACaseDoesLeaksIntoTheNext) {
   // A "real" FlagGems that exists before the case: the mocks, registered
   // outside any sandbox, with the helper absent (R5-shaped).
   py::dict outer_mods = py::dict(py::module_::import("sys").attr("modules"));
-  helper("mocks").attr("install")(py::dict("helper"_a = "absent"));
+  pyImport("flagprop_mocks").attr("install")(py::dict("helper"_a = "absent"));
   const py::object before = fingerprint();
   {
     Sandbox sb;

@@ -1,39 +1,24 @@
-// Teeth: every property catches the fixture mutant meant for it, and the
-// well-behaved fixture passes all four.
-#include "suites/property.h"
+// Teeth: every installer property catches the fixture mutant meant for it,
+// and the well-behaved fixtures pass them all. The verdict functions are
+// also exercised directly on hand-made observations.
+#include "tests/fixture_sessions.h"
 
 #include <gtest/gtest.h>
-
-#include <map>
 
 namespace flagprop {
 namespace {
 
-TargetSession& session(const std::string& name) {
-  static std::map<std::string, std::unique_ptr<TargetSession>> sessions;
-  auto& s = sessions[name];
-  if (!s) s = std::make_unique<TargetSession>(loadTarget(fixturesDir() + "/targets/" + name + ".json"));
-  return *s;
-}
-
-PropertyOutcome run(const std::string& target, const std::string& prop, int cases = 100) {
-  RunOptions o;
-  o.cases = cases;
-  o.seed = 20261130;
-  for (const auto& d : properties())
-    if (prop == d.id) return d.run(session(target), o);
-  throw std::runtime_error("no property " + prop);
-}
+using test::runFixture;
 
 TEST(Teeth, WellBehavedFixturePassesP1ToP4) {
   for (const char* p : {"P1", "P2", "P3", "P4"}) {
-    const auto o = run("well-behaved", p);
+    const auto o = runFixture("well-behaved", p);
     EXPECT_EQ(o.status, "pass") << p << ": " << o.reason << "\n" << o.counterexample.dump();
   }
 }
 
 TEST(Teeth, P1CatchesR5SilentSkipWithTheAttributeErrorAndItsLine) {
-  const auto o = run("r5-silent-skip", "P1");
+  const auto o = runFixture("r5-silent-skip", "P1");
   ASSERT_EQ(o.status, "fail");
   EXPECT_EQ(o.observations.at("install"), "silent-skip") << o.observations.dump(2);
   EXPECT_EQ(o.counterexample.at("mock").at("helper"), "absent") << "shrinks to the R5 shape";
@@ -47,35 +32,62 @@ TEST(Teeth, P1CatchesR5SilentSkipWithTheAttributeErrorAndItsLine) {
   for (const char* c : {"key", "run"}) EXPECT_TRUE(o.observations.at("unchanged").at(c).get<bool>());
 }
 
+// The R5 component set has no type_promotion memo: with the helper the
+// installer is judged on the four components it has (no false positive);
+// without it, it is a silent skip.
+TEST(Teeth, R5ShapedInstallerIsJudgedOnTheComponentsItHas) {
+  for (const char* p : {"P1", "P2", "P3", "P4"}) {
+    const auto o = runFixture("r5-shaped-with-helper", p);
+    EXPECT_EQ(o.status, "pass") << p << ": " << o.reason;
+  }
+  const auto p1 = runFixture("r5-shaped-with-helper", "P1");
+  EXPECT_EQ(p1.observations.at("distribution").value("active", 0) + p1.observations.at("distribution").value("gated-off", 0),
+            p1.casesRun)
+      << p1.observations.dump();
+  const auto o = runFixture("r5-shaped-no-helper", "P1", 20);
+  ASSERT_EQ(o.status, "fail");
+  EXPECT_EQ(o.observations.at("install"), "silent-skip");
+  EXPECT_EQ(o.observations.at("components").at("type_promotion_memo"), "not-applicable");
+  EXPECT_EQ(o.observations.at("claims"), json::array({"descriptor_helper", "key", "run", "broadcast_memo"}));
+  EXPECT_EQ(o.observations.at("exceptions_caught").at(0).at("type"), "AttributeError");
+  EXPECT_EQ(runFixture("r5-shaped-no-helper", "P3", 5).status, "skip");
+}
+
 TEST(Teeth, P1CatchesPartialInstall) {
-  const auto o = run("partial-install", "P1");
+  const auto o = runFixture("partial-install", "P1");
   ASSERT_EQ(o.status, "fail");
   EXPECT_EQ(o.observations.at("install"), "partial") << o.observations.dump(2);
   EXPECT_EQ(o.observations.at("components").at("key"), "active");
 }
 
 TEST(Teeth, P1CatchesWrapperWithoutWrapped) {
-  const auto o = run("no-wrapped", "P1");
+  const auto o = runFixture("no-wrapped", "P1");
   ASSERT_EQ(o.status, "fail");
   EXPECT_EQ(o.observations.at("install"), "broken-wrap");
   EXPECT_NE(o.reason.find("__wrapped__"), std::string::npos) << o.reason;
 }
 
 TEST(Teeth, P2CatchesDoubleWrap) {
-  EXPECT_EQ(run("double-wrap", "P1").status, "pass");
-  const auto o = run("double-wrap", "P2");
+  EXPECT_EQ(runFixture("double-wrap", "P1").status, "pass");
+  const auto o = runFixture("double-wrap", "P2");
   ASSERT_EQ(o.status, "fail");
   EXPECT_TRUE(o.reason.find("deep") != std::string::npos || o.reason.find("replaced") != std::string::npos) << o.reason;
 }
 
 TEST(Teeth, P3CatchesDroppedKeywordLaunch) {
-  const auto o = run("kwargs-dropped", "P3");
+  const auto o = runFixture("kwargs-dropped", "P3");
   ASSERT_EQ(o.status, "fail");
   EXPECT_NE(o.reason.find("launch"), std::string::npos) << o.reason;
 }
 
+TEST(Teeth, P3CatchesAFastRunThatIgnoresTheKey) {
+  const auto r = runFixture("any-kernel", "P3");
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("result differs"), std::string::npos) << r.reason;
+}
+
 TEST(Teeth, P4CatchesMergedIntKeyAndShrinksToABoundaryInt) {
-  const auto o = run("merged-int-key", "P4");
+  const auto o = runFixture("merged-int-key", "P4");
   ASSERT_EQ(o.status, "fail");
   const auto& dns = o.counterexample.at("dns_args");
   ASSERT_EQ(dns.size(), 1u) << o.counterexample.dump();
@@ -87,32 +99,86 @@ TEST(Teeth, P4CatchesMergedIntKeyAndShrinksToABoundaryInt) {
   EXPECT_TRUE(o.counterexample.at("const_args").empty());
 }
 
-TEST(Teeth, ClassifierSeesNoSilentSkipWhenGatesAreClosed) {
-  json obs = {{"calls", json::array({{{"status", json::object()},
-                                      {"warnings", json::array()},
-                                      {"logs", json::array()},
-                                      {"raised", ""},
-                                      {"returned_normally", true},
-                                      {"exceptions", json::array()}}})}};
+TEST(Teeth, P4CatchesAStaleBroadcastMemo) {
+  const auto r = runFixture("stale-memo", "P4");
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("broadcast_shapes"), std::string::npos) << r.reason;
+}
+
+TEST(Teeth, P4CatchesAValueKeyedTypePromotionMemo) {
+  const auto r = runFixture("value-keyed-memo", "P4", 20);
+  ASSERT_EQ(r.status, "fail");
+  EXPECT_NE(r.reason.find("type_promotion"), std::string::npos) << r.reason;
+}
+
+// --- the verdicts on hand-made observations --------------------------------
+
+json component(bool changed) {
+  return {{"changed", changed}, {"markers", json::array()}, {"wrapped_is_original", false},
+          {"has_wrapped", false}, {"present_before", true},   {"present_after", true}, {"chain_depth", 0}};
+}
+
+json observation(const json& call, const json& claims = nullptr) {
   json comps = json::object();
   for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
-    comps[c] = {{"changed", false},      {"markers", json::array()}, {"wrapped_is_original", false},
-                {"has_wrapped", false},  {"present_before", true},   {"present_after", true}};
-  obs["components"] = json::array({comps});
-  EXPECT_EQ(classifyInstall(obs, false).at("install"), "gated-off");
-  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
-  // A warning counts only if the installer issued it and users can see it.
-  obs["calls"][0]["warnings"] = json::array({{{"message", "x"}, {"from_installer", false}, {"visible", true}}});
-  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
-  obs["calls"][0]["warnings"] = json::array({{{"message", "x"}, {"from_installer", true}, {"visible", false}}});
-  EXPECT_EQ(classifyInstall(obs, true).at("install"), "silent-skip");
-  obs["calls"][0]["warnings"] = json::array({{{"message", "skipped: no helper"}, {"from_installer", true}, {"visible", true}}});
-  EXPECT_EQ(classifyInstall(obs, true).at("install"), "reported-skip");
+    comps[c] = component(false);
+  return {{"calls", json::array({call})}, {"components", json::array({comps})}, {"claims", claims}};
+}
+
+json quietCall() {
+  return {{"status", json::object()}, {"warnings", json::array()}, {"logs", json::array()}, {"raised", ""},
+          {"returned_normally", true}, {"exceptions", json::array()}};
+}
+
+json installStatus(const json& obs, bool gatesOpen) {
+  py::gil_scoped_acquire gil;
+  return toJson(pyImport("flagprop.verdicts").attr("install_status")(fromJson(obs), gatesOpen));
+}
+
+TEST(Verdicts, NoSilentSkipWhenGatesAreClosedAndOnlyVisibleInstallerReportsCount) {
+  json obs = observation(quietCall());
+  EXPECT_EQ(installStatus(obs, false).at("install"), "gated-off");
+  EXPECT_EQ(installStatus(obs, true).at("install"), "silent-skip");
+  auto& call = obs["calls"][0];
+  call["warnings"] = json::array({{{"message", "x"}, {"from_installer", false}, {"visible", true}}});
+  EXPECT_EQ(installStatus(obs, true).at("install"), "silent-skip") << "not issued by the installer";
+  call["warnings"] = json::array({{{"message", "x"}, {"from_installer", true}, {"visible", false}}});
+  EXPECT_EQ(installStatus(obs, true).at("install"), "silent-skip") << "a category Python hides";
+  call["warnings"] = json::array({{{"message", "skipped: no helper"}, {"from_installer", true}, {"visible", true}}});
+  EXPECT_EQ(installStatus(obs, true).at("install"), "reported-skip");
   // Changing anything with the gates closed is its own failure.
-  obs["components"][0]["key"]["changed"] = true;
-  obs["components"][0]["key"]["markers"] = json::array({"_torch_fl_fast"});
-  obs["components"][0]["key"]["wrapped_is_original"] = true;
-  EXPECT_EQ(classifyInstall(obs, false).at("install"), "outside-gates");
+  auto& key = obs["components"][0]["key"];
+  key["changed"] = true;
+  key["markers"] = json::array({"_torch_fl_fast"});
+  key["wrapped_is_original"] = true;
+  EXPECT_EQ(installStatus(obs, false).at("install"), "outside-gates");
+}
+
+TEST(Verdicts, AComponentTheInstallerDoesNotHaveIsNotApplicable) {
+  json obs = observation(quietCall(), json::array({"descriptor_helper", "key", "run", "broadcast_memo"}));
+  for (const char* c : {"descriptor_helper", "key", "run", "broadcast_memo"}) {
+    auto& f = obs["components"][0][c];
+    f["changed"] = true;
+    f["markers"] = json::array({"_torch_fl_x"});
+    f["wrapped_is_original"] = true;
+  }
+  json v = installStatus(obs, true);
+  EXPECT_EQ(v.at("install"), "active") << v.dump();
+  EXPECT_EQ(v.at("components").at("type_promotion_memo"), "not-applicable");
+  EXPECT_TRUE(v.at("pass").get<bool>());
+  obs["claims"] = nullptr;  // unknown claims: every component counts
+  v = installStatus(obs, true);
+  EXPECT_EQ(v.at("install"), "partial") << v.dump();
+  EXPECT_FALSE(v.at("pass").get<bool>());
+}
+
+TEST(Verdicts, AnExceptionEscapingTheInstallerFailsP1) {
+  json call = quietCall();
+  call["raised"] = "ValueError: boom";
+  call["returned_normally"] = false;
+  const json v = installStatus(observation(call), true);
+  EXPECT_FALSE(v.at("pass").get<bool>());
+  EXPECT_EQ(v.at("install"), "raised");
 }
 
 }  // namespace
@@ -123,12 +189,10 @@ namespace {
 
 TEST(InstalledMode, ImportsTheInstalledPackageAndCatchesItsSilentSkip) {
   TargetSession s(loadTarget(std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/installed.json"));
-  RunOptions o;
-  o.seed = 5;
-  const PropertyOutcome p1 = runP1(s, o);
+  const PropertyOutcome p1 = runProperty(installerRun(s, *findProperty("P1")), test::fixedSeed(40));
   ASSERT_EQ(p1.status, "fail") << p1.reason;
   EXPECT_EQ(p1.observations.at("install"), "silent-skip");
-  EXPECT_EQ(runP2(s, o).status, "pass");
+  EXPECT_EQ(runProperty(installerRun(s, *findProperty("P2")), test::fixedSeed(40)).status, "pass");
   py::gil_scoped_acquire gil;
   EXPECT_FALSE(py::module_::import("sys").attr("modules").contains("torch_fl")) << "the sandbox removes it again";
 }
@@ -153,42 +217,6 @@ after = sys.gettrace()
   EXPECT_EQ(res.at("exceptions")[0].at("line"), 3);
 }
 
-TEST(Teeth, P1FailsAnInstallerThatLetsAnExceptionEscape) {
-  json call = {{"status", json::object()}, {"warnings", json::array()}, {"logs", json::array()},
-               {"raised", "ValueError: boom"}, {"returned_normally", false}, {"exceptions", json::array()}};
-  json comps = json::object();
-  for (const char* c : {"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"})
-    comps[c] = {{"changed", false},      {"markers", json::array()}, {"wrapped_is_original", false},
-                {"has_wrapped", false},  {"present_before", true},   {"present_after", true}};
-  const json v = classifyInstall({{"calls", json::array({call})}, {"components", json::array({comps})}}, true);
-  EXPECT_FALSE(v.at("pass").get<bool>());
-  EXPECT_EQ(v.at("install"), "raised");
-}
-
-}  // namespace
-}  // namespace flagprop
-
-namespace flagprop {
-namespace {
-
-TEST(Teeth, P3CatchesAFastRunThatIgnoresTheKey) {
-  const auto r = run("any-kernel", "P3");
-  ASSERT_EQ(r.status, "fail");
-  EXPECT_NE(r.reason.find("result differs"), std::string::npos) << r.reason;
-}
-
-TEST(Teeth, P4CatchesAStaleBroadcastMemo) {
-  const auto r = run("stale-memo", "P4");
-  ASSERT_EQ(r.status, "fail");
-  EXPECT_NE(r.reason.find("broadcast_shapes"), std::string::npos) << r.reason;
-}
-
-}  // namespace
-}  // namespace flagprop
-
-namespace flagprop {
-namespace {
-
 // Triton's TensorDescriptor validates its base tensor on construction; P4
 // builds descriptor arguments without running that validation, so a real
 // Triton (GPU hosts) and the stand-in (CPU) behave alike.
@@ -196,31 +224,35 @@ TEST(KeyArgs, DescriptorsAreBuiltWithoutTheClassValidation) {
   py::gil_scoped_acquire gil;
   py::dict scope;
   py::exec(R"(
-from flagprop import mocks, launch
+import flagprop_mocks as mocks
+from flagprop import launch
 class Strict(mocks.MockTensorDescriptor):
     def __init__(self, base, *a, **k):
         base.data_ptr()  # what Triton's __post_init__ effectively needs
-saved = list(mocks._DESCRIPTOR_CLASS)
-mocks._DESCRIPTOR_CLASS[:] = [Strict]
-try:
-    d = launch._materialize({"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]}, Strict)
-finally:
-    mocks._DESCRIPTOR_CLASS[:] = saved
+d = launch._materialize({"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]}, Strict)
 ok = isinstance(d, Strict) and d.shape == [4, 8] and d.block_shape == [2, 2]
 )", scope);
   EXPECT_TRUE(scope["ok"].cast<bool>());
 }
 
-}  // namespace
-}  // namespace flagprop
-
-namespace flagprop {
-namespace {
-
-TEST(Teeth, P4CatchesAValueKeyedTypePromotionMemo) {
-  const auto r = run("value-keyed-memo", "P4", 20);
-  ASSERT_EQ(r.status, "fail");
-  EXPECT_NE(r.reason.find("type_promotion"), std::string::npos) << r.reason;
+// The claims come from the installer source: what its function (and the
+// functions it reaches) rebind.
+TEST(Claims, ReadFromTheInstallerSource) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  scope["path"] = fixturesDir() + "/installers/example_installer.py";
+  py::exec(R"(
+import types
+from flagprop import observe
+mod = types.ModuleType("m")
+mod.__file__ = path
+full = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch")["components"]
+r5 = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch_r5")["components"]
+missing = observe.claimed_components(mod, "no_such_function")
+)", scope);
+  EXPECT_EQ(toJson(scope["full"]), json::array({"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"}));
+  EXPECT_EQ(toJson(scope["r5"]), json::array({"descriptor_helper", "key", "run", "broadcast_memo"}));
+  EXPECT_TRUE(scope["missing"].is_none());
 }
 
 }  // namespace

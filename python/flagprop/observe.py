@@ -359,7 +359,7 @@ def claimed_components(module, function):
     """Which components the installer ``module.function`` has, read from the
     module's source: the components whose attribute is rebound (assigned, or
     set with ``setattr`` and a literal name) in the installer function or in
-    any module-level function it calls by name, transitively.
+    any module-level function it names (calls or passes along), transitively.
 
     Returns ``{"components": [...], "how": text}``, or ``None`` when the
     source cannot be read or parsed (then every component counts). Cached
@@ -394,12 +394,12 @@ def _read_claims(module, function):
             continue
         seen.add(name)
         found |= _rebound(defs[name])
-        for node in ast.walk(defs[name]):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs:
-                todo.append(node.func.id)
+        for node in ast.walk(defs[name]):  # calls, and functions passed along by name
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in defs:
+                todo.append(node.id)
     order = [c for c, _ in COMPONENTS]
     return {
         "components": [c for c in order if c in found],
-        "how": "read from %s: attributes rebound by %s() and the %d module function(s) it calls"
+        "how": "read from %s: attributes rebound by %s() and the %d module function(s) it reaches"
                % (getattr(module, "__file__", module.__name__), function, len(seen) - 1),
     }

@@ -33,7 +33,7 @@ def prepare_flag_gems(target, spec):
     asks for it, the supplied helper."""
     fg = target["flag_gems"]
     if fg["kind"] == "mock":
-        mocks.install(spec)
+        mocks.install(dict(spec, **(fg.get("mock") or {})))  # the manifest's pinned fields win
         return
     le = importlib.import_module("flag_gems.utils.libentry")
     if fg.get("supply_helper") and "_descriptor_cache_key" not in le.__dict__:

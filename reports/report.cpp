@@ -139,26 +139,74 @@ void opTable(std::ostringstream& md, const json& t) {
 }
 }  // namespace
 
-std::string renderMarkdown(const json& report) {
-  std::ostringstream md;
+namespace {
+
+void header(std::ostringstream& md, const json& report) {
   const auto& prov = report.at("provenance");
-  md << "# flagprop report\n\n";
-  md << "- schema: `" << report.value("schema", "") << "`\n";
-  const std::string exe = prov.value("flagprop", std::string("flagprop"));
-  if (prov.contains("reproduce"))
+  md << "# flagprop report\n\n- schema: `" << report.value("schema", "") << "`\n";
+  if (prov.contains("reproduce")) {
     md << "- replayed from reproduce string `" << prov.value("reproduce", "") << "`\n";
-  else
-  {
+  } else {
     std::string manifests;
     for (const auto& m : prov.value("manifests", json::array())) manifests += " --manifest " + m.get<std::string>();
     const std::string seed = prov.value("seed", std::string("?"));
-    md << "- seed: `" << seed << "` (rerun the whole run: `" << exe << " run" << manifests << " --seed " << seed
-       << " --report-dir flagprop-rerun`)\n";
+    md << "- seed: `" << seed << "` (rerun the whole run: `" << prov.value("flagprop", std::string("flagprop"))
+       << " run" << manifests << " --seed " << seed << " --report-dir flagprop-rerun`)\n";
   }
   if (prov.contains("versions")) md << "- versions: `" << prov.at("versions").dump() << "`\n";
   const auto& s = report.at("summary");
   md << "- results: " << s.at("results").dump() << ", target errors: " << s.value("target_errors", 0)
      << ", unexpected: " << s.at("unexpected").size() << "\n\n";
+}
+
+// The installer properties' table of one target.
+void installerTable(std::ostringstream& md, const json& t) {
+  bool any = false;
+  for (const auto& r : t.at("results")) any |= !r.contains("op");
+  if (!any) return;
+  md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
+  for (const auto& r : t.at("results")) {
+    if (r.contains("op")) continue;
+    md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatusOf(t, r) << " | "
+       << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
+  }
+  md << "\n";
+}
+
+// One failure with its evidence and how to replay it.
+void failure(std::ostringstream& md, const json& report, const json& t, const json& r) {
+  const auto& prov = report.at("provenance");
+  md << "### " << t.value("name", "?") << " / " << resultLabel(r) << "\n\n" << r.value("reason", "") << "\n\n";
+  const auto& o = r.at("observations");
+  if (o.contains("helper")) md << "- helper `_descriptor_cache_key`: " << o.at("helper").dump() << "\n";
+  if (o.contains("claims")) md << "- components the installer has: `" << o.at("claims").dump() << "`\n";
+  for (const auto& e : o.value("exceptions_caught", json::array()))
+    md << "- exception caught inside the installer: `" << e.value("type", "") << "` at `" << e.value("file", "") << ":"
+       << e.value("line", 0) << "` in `" << e.value("function", "") << "()`: " << e.value("message", "") << "\n";
+  for (const char* k : {"returned_normally", "unchanged", "markers", "components"})
+    if (o.contains(k)) md << "- " << k << ": `" << o.at(k).dump() << "`\n";
+  for (const char* k : {"numerics", "aliasing"})
+    if (o.contains(k) && o.at(k).size() > 1)
+      for (const auto& f : o.at(k)) md << "- " << k << ": " << f.get<std::string>() << "\n";
+  if (o.contains("fast_path"))
+    md << "- fast path: " << o.value("fast_path", "") << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "")
+       << "\n";
+  if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
+  md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
+  md << "- reproduce in flagprop: `" << prov.value("flagprop", std::string("flagprop")) << " run --manifest "
+     << t.value("manifest", "") << " --property " << replayId(r) << " --reproduce '" << r.value("reproduce", "")
+     << "' --report-dir flagprop-replay`\n";
+  if (r.contains("reproducer") && !r.at("reproducer").is_null())
+    md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
+       << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
+  md << "\n";
+}
+
+}  // namespace
+
+std::string renderMarkdown(const json& report) {
+  std::ostringstream md;
+  header(md, report);
   for (const auto& t : report.at("targets")) {
     md << "## " << t.value("name", "?") << "\n\n";
     if (!t.value("description", std::string()).empty()) md << t.value("description", std::string()) << "\n\n";
@@ -171,46 +219,10 @@ std::string renderMarkdown(const json& report) {
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
-    bool installerResults = false;
-    for (const auto& r : t.at("results")) installerResults |= !r.contains("op");
-    if (installerResults) md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
-    for (const auto& r : t.at("results")) {
-      if (r.contains("op")) continue;
-      md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatusOf(t, r) << " | "
-         << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
-    }
-    md << "\n";
+    installerTable(md, t);
     opTable(md, t);
-    for (const auto& r : t.at("results")) {
-      if (r.value("status", "") != "fail") continue;
-      md << "### " << t.value("name", "?") << " / " << resultLabel(r) << "\n\n";
-      md << r.value("reason", "") << "\n\n";
-      const auto& o = r.at("observations");
-      if (o.contains("helper")) md << "- helper `_descriptor_cache_key`: " << o.at("helper").dump() << "\n";
-      if (o.contains("exceptions_caught"))
-        for (const auto& e : o.at("exceptions_caught"))
-          md << "- exception caught inside the installer: `" << e.value("type", "") << "` at `" << e.value("file", "")
-             << ":" << e.value("line", 0) << "` in `" << e.value("function", "") << "()`: " << e.value("message", "")
-             << "\n";
-      if (o.contains("returned_normally")) md << "- installer returned normally: " << o.at("returned_normally").dump() << "\n";
-      if (o.contains("unchanged")) md << "- unchanged: `" << o.at("unchanged").dump() << "`\n";
-      if (o.contains("markers")) md << "- markers: `" << o.at("markers").dump() << "`\n";
-      if (o.contains("components")) md << "- components: `" << o.at("components").dump() << "`\n";
-      for (const char* k : {"numerics", "aliasing"})
-        if (o.contains(k) && o.at(k).size() > 1)
-          for (const auto& f : o.at(k)) md << "- " << k << ": " << f.get<std::string>() << "\n";
-      if (o.contains("fast_path"))
-        md << "- fast path: " << o.value("fast_path", "") << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "")
-           << "\n";
-      if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
-      md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
-      md << "- reproduce in flagprop: `" << exe << " run --manifest " << t.value("manifest", "") << " --property "
-         << replayId(r) << " --reproduce '" << r.value("reproduce", "") << "' --report-dir flagprop-replay`\n";
-      if (r.contains("reproducer") && !r.at("reproducer").is_null())
-        md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
-           << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
-      md << "\n";
-    }
+    for (const auto& r : t.at("results"))
+      if (r.value("status", "") == "fail") failure(md, report, t, r);
   }
   return md.str();
 }

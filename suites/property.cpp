@@ -22,9 +22,11 @@ const std::string kReproducePrefix = "reproduce=";
 std::string encodeReproduce(const std::string& key, const rc::detail::Reproduce& r) {
   rc::detail::Configuration config;
   config.reproduce.emplace(key, r);
-  std::string s = rc::detail::configToMinimalString(config);
+  const std::string s = rc::detail::configToMinimalString(config);
   const auto at = s.find(kReproducePrefix);
-  return at == std::string::npos ? s : s.substr(at + kReproducePrefix.size());
+  if (at == std::string::npos) return "";
+  const auto from = at + kReproducePrefix.size();
+  return s.substr(from, s.find_first_of(" \t", from) - from);  // the string holds other keys (seed=...) too
 }
 
 ReproduceMap decodeReproduce(const std::string& s) {

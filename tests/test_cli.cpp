@@ -105,6 +105,37 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   EXPECT_EQ(r5->at("status"), "fail");
 }
 
+TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-replay";
+  fs::remove_all(dir);
+  const std::string manifest = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/merged-int-key.json";
+  std::string out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --seed 11 --property P4 --manifest " + manifest + " --report-dir " +
+                   (dir / "first").string(),
+               &out),
+            0)
+      << out;
+  const json firstReport = load((dir / "first" / "report.json").string());
+  const json* first = result(firstReport, "fixture-merged-int-key", "P4");
+  ASSERT_NE(first, nullptr) << out;
+  ASSERT_EQ(first->at("status"), "fail");
+  const std::string repro = first->at("reproduce");
+  ASSERT_EQ(repro.find(' '), std::string::npos) << repro;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce '" + repro + "' --manifest " + manifest +
+                   " --report-dir " + (dir / "replay").string(),
+               &out),
+            0)
+      << out;
+  const json replayReport = load((dir / "replay" / "report.json").string());
+  const json* again = result(replayReport, "fixture-merged-int-key", "P4");
+  ASSERT_NE(again, nullptr) << out;
+  EXPECT_EQ(again->at("status"), "fail");
+  EXPECT_EQ(again->at("counterexample"), first->at("counterexample"));
+  EXPECT_EQ(again->at("cases_run"), 1) << "a replay runs the counterexample only";
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce 'not a string'", &out), 2);
+  EXPECT_NE(out.find("--reproduce: not a reproduce string"), std::string::npos) << out;
+}
+
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P9", &out), 2);

@@ -14,7 +14,7 @@ if ! why=$("$py" -c "$probe" 2>&1); then
   exit 77
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
-if [ "$label" = cuda ] && [ ! -f "$root/.targets/torch-fl/torch_fl/flagos/__init__.py" ]; then
+if [ "$label" = cuda ] && [ ! -f "$root/.targets/pins/torch-fl-r5/torch_fl/flagos/__init__.py" ]; then
   echo "skipped: .targets/torch-fl and .targets/FlagGems (see README, 'Pointing it at real code') are absent"
   exit 77
 fi

@@ -1,76 +1,115 @@
 #!/usr/bin/env bash
-# Builds flagprop on an NVIDIA GPU host and runs the GPU matrix.
+# Builds flagprop on an NVIDIA GPU host against its python3's torch (2.x) and
+# runs the GPU checks.
 #
-# The host needs python3 with torch (2.x) and pybind11, g++ and cmake. What it
+# The host needs python3 with torch and pybind11, g++ and cmake. What it
 # lacks comes from git-ignored folders beside the checkout:
-#   .carry/rapidcheck  Debian's librapidcheck-dev unpacked (dpkg -x)
-#   .carry/gtest       Debian's libgtest-dev unpacked (used only if the host has none)
-#   .carry/wheels      SQLAlchemy 2.x (+ typing_extensions) wheels for FlagGems
-#   .targets/          Torch-FL's torch_fl/flagos/__init__.py and FlagGems' src/
-# Usage: matrix/run_gpu.sh OUTDIR [installer|ops-smoke|ops|ops-torch-fl]...
-#   installer     P1-P4: the GPU installer matrix, its reproducers, the CPU matrix and ctest (default)
-#   ops-smoke     P5/P6 on FlagGems' kernels, 5 cases per op and dtype
-#   ops           P5/P6 on FlagGems' kernels, the manifest's 200 cases per op and dtype
-#   ops-torch-fl  P5/P6 with Torch-FL's installer active (helper supplied) and inactive (R5)
-#   args          flagprop run with the arguments in $FLAGPROP_ARGS
+#   .carry/librapidcheck-dev   Debian's librapidcheck-dev unpacked (dpkg -x)
+#   .carry/libssl-dev          Debian's libssl-dev unpacked (OpenSSL headers)
+#   .carry/libssl3             Debian's libssl3 unpacked (used when the host has no libcrypto.so.3)
+#   .carry/libgtest-dev        Debian's libgtest-dev unpacked (used when the host has no GoogleTest)
+#   .carry/wheels              a SQLAlchemy 2.x wheel for FlagGems
+#   .targets/                  FlagGems' src/ and the pinned files (README)
+# Usage: matrix/run_gpu.sh OUTDIR MODE...
+#   build  configure and build into build-gpu (Release)
+#   test   ctest: the CPU tests against this torch
+#   pins   the installer pin matrix on cuda:0 (matrix/targets/h200.json) and its reproducers
+#   ops    P5 / P6 on FlagGems' kernels for every catalog op, $FLAGPROP_CASES cases per op
+#          and dtype (default 30), in $FLAGPROP_JOBS processes at once (default 6), each
+#          stopped after $FLAGPROP_TIMEOUT s (default 400)
+#   ops-torch-fl  P5 / P6 with the R5 installer active (helper libentry) and inactive (R5 libentry)
+#   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
-OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR [MODE...]}
+OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
 shift
-MODES=${*:-installer}
 mkdir -p "$OUTDIR"
 PY=$(command -v python3)
 ROOT=$(pwd)
-echo "== python: $PY $($PY -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())')"
-$PY -m pip install -q --no-index --find-links .carry/wheels sqlalchemy typing_extensions 2>&1 | tail -2
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFLAGPROP_PYTHON="$PY" \
-  -Drapidcheck_DIR="$ROOT/.carry/rapidcheck/usr/lib/x86_64-linux-gnu/cmake/rapidcheck" \
-  -DCMAKE_PREFIX_PATH="$ROOT/.carry/gtest/usr" >"$OUTDIR/cmake.log" 2>&1 || { tail -40 "$OUTDIR/cmake.log"; exit 1; }
-grep -E "Found (Torch|pybind11|GTest)" "$OUTDIR/cmake.log"
-cmake --build build-gpu -j"$(nproc)" >"$OUTDIR/build.log" 2>&1 || { grep -E "error|Error" "$OUTDIR/build.log" | head -30; exit 1; }
-echo "== built"
-nvidia-smi -L
-run_ops() {  # run_ops NAME flagprop-args...
-  local name=$1
-  shift
-  echo "== flagprop run ($name)"
+FP=./build-gpu/flagprop
+echo "== $($PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())')"
+$PY -m pip install -q --no-index --no-deps --target /tmp/site .carry/wheels/*.whl 2>&1 | tail -2
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+
+build() {
+  local crypto
+  crypto=$(ldconfig -p | awk '/libcrypto\.so\.3 /{print $NF; exit}')
+  [ -n "$crypto" ] || crypto=$ROOT/.carry/libssl3/usr/lib/x86_64-linux-gnu/libcrypto.so.3
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFLAGPROP_PYTHON="$PY" \
+    -Drapidcheck_DIR="$ROOT/.carry/librapidcheck-dev/usr/lib/x86_64-linux-gnu/cmake/rapidcheck" \
+    -DOPENSSL_INCLUDE_DIR="$ROOT/.carry/libssl-dev/usr/include" -DOPENSSL_CRYPTO_LIBRARY="$crypto" \
+    -DCMAKE_PREFIX_PATH="$ROOT/.carry/libgtest-dev/usr" \
+    >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; return 1; }
   local t0=$SECONDS
-  ./build-gpu/flagprop run --seed 5 --timeout 560 --report-dir "$OUTDIR/report-$name" "$@" 2>&1 |
-    grep -v '^\[ \|^\[=\|^\[-\|^$\|^Value of\|^  Actual\|^Expected\|runner.cpp\|UserWarning\|row_mask and col_mask\|tracemalloc'
-  echo "== $name took $((SECONDS - t0)) s"
-  run_reproducers "$OUTDIR/report-$name"
+  cmake --build build-gpu -j"$(nproc)" >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; return 1; }
+  echo "== built in $((SECONDS - t0)) s"
 }
-run_reproducers() {
-  local n=0
+reproducers() {  # reproducers REPORT_DIR: runs up to $FLAGPROP_REPROS (default 16) of its reproducers
+  local n=0 f rc
   for f in "$1"/reproducers/*.py; do
     [ -e "$f" ] || continue
     n=$((n + 1))
-    [ $n -le 12 ] || { echo "(more reproducers in $1/reproducers)"; break; }
-    echo "== python3 $(basename "$f")"
-    timeout 120 $PY "$f" >"$OUTDIR/repro.log" 2>&1
+    [ $n -le "${FLAGPROP_REPROS:-16}" ] || { echo "(more reproducers in $1/reproducers)"; break; }
+    timeout 90 $PY "$f" >"$OUTDIR/repro.log" 2>&1
     rc=$?
-    grep -v '^case:\|^   tensor\|^call [0-9]*: args' "$OUTDIR/repro.log" | tail -8
-    echo "exit $rc"
+    echo "== exit $rc: python3 $(basename "$f"): $(grep -m1 -E '^(REPRODUCED|not reproduced|could not)' "$OUTDIR/repro.log")"
   done
 }
-for MODE in $MODES; do
+summary() {  # summary REPORT_DIR...: every result that is not pass, one line each
+  $PY - "$@" <<'PYEOF'
+import json, sys
+for d in sys.argv[1:]:
+    try:
+        r = json.load(open(d + "/report.json"))
+    except OSError:
+        print("no report in", d); continue
+    for t in r["targets"]:
+        if t.get("status") != "ok":
+            print("TARGET ERROR", t.get("name"), t.get("error")); continue
+        for x in t["results"]:
+            st = x["observations"].get("stats", {})
+            if x["status"] != "pass":
+                print("%-5s %-45s %s" % (x["status"], t["name"] + " " + x.get("key", x["property"]), x["reason"][:300]))
+        print("--", t["name"], json.dumps(r["summary"]["results"]))
+PYEOF
+}
+run_ops() {  # run_ops NAME MANIFEST...: every catalog op, in parallel groups
+  local name=$1 jobs=${FLAGPROP_JOBS:-6} cases=${FLAGPROP_CASES:-30} i=0 args dirs=() t0=$SECONDS
+  shift
+  local ops
+  ops=$($FP ops | cut -f1)
+  for ((k = 0; k < jobs; k++)); do
+    args=()
+    i=0
+    for op in $ops; do
+      [ $((i % jobs)) -eq $k ] && args+=(--op "$op")
+      i=$((i + 1))
+    done
+    local m
+    for m in "$@"; do args+=(--manifest "$m"); done
+    dirs+=("$OUTDIR/$name-$k")
+    $FP run --seed 5 --cases "$cases" --timeout "${FLAGPROP_TIMEOUT:-400}" --report-dir "$OUTDIR/$name-$k" "${args[@]}" >"$OUTDIR/$name-$k.log" 2>&1 &
+  done
+  wait
+  echo "== $name: ${#dirs[@]} groups in $((SECONDS - t0)) s"
+  summary "${dirs[@]}"
+  for d in "${dirs[@]}"; do reproducers "$d"; done
+}
+for MODE in "$@"; do
   case $MODE in
-    installer)
-      echo "== flagprop run: GPU matrix"
-      ./build-gpu/flagprop run --manifest matrix/targets/h200.json --seed 5 --report-dir "$OUTDIR/report-gpu" 2>&1 |
-        grep -v '^\[ \|^\[=\|^\[-\|^$'
-      run_reproducers "$OUTDIR/report-gpu"
-      echo "== flagprop run: CPU fixture matrix and the real installer x mocks (torch $($PY -c 'import torch; print(torch.__version__)'))"
-      ./build-gpu/flagprop run --manifest fixtures/targets/default.json \
-        --manifest matrix/targets/torch-fl-real-installer-mock-flaggems.json --seed 5 --report-dir "$OUTDIR/report-cpu" 2>&1 |
-        tail -22
-      echo "== ctest"
-      (cd build-gpu && ctest -j8 2>&1 | grep -E "tests passed|Failed|Skipped")
-      ;;
-    ops-smoke) run_ops ops-smoke --manifest matrix/targets/h200-flaggems-ops.json --cases 5 ;;
-    ops) run_ops ops --manifest matrix/targets/h200-flaggems-ops.json ;;
-    args) run_ops args $FLAGPROP_ARGS ;;  # FLAGPROP_ARGS: any flagprop run arguments
-    ops-torch-fl) run_ops ops-torch-fl --manifest matrix/targets/h200-flaggems-ops-torch-fl.json \
-                    --manifest matrix/targets/h200-flaggems-ops-torch-fl-r5.json ;;
+    build) build || exit 1 ;;
+    test) (cd build-gpu && ctest -j8 2>&1 | grep -E "tests passed|Failed|\*\*\*|Skipped") ;;
+    pins)
+      matrix/assemble_pins.sh || exit 1
+      $FP run --manifest matrix/targets/h200.json --seed 5 --report-dir "$OUTDIR/pins" >"$OUTDIR/pins.log" 2>&1
+      echo "== pins: exit $?"
+      grep -E "^\[h200|^target|^h200" "$OUTDIR/pins.log" | grep -v "^\[h200.*\] P[0-9].* \.\.\. pass"
+      summary "$OUTDIR/pins"
+      reproducers "$OUTDIR/pins" ;;
+    ops) run_ops ops matrix/targets/h200-flaggems-ops.json ;;
+    ops-torch-fl)
+      matrix/assemble_pins.sh || exit 1
+      run_ops ops-torch-fl matrix/targets/h200-flaggems-ops-torch-fl.json matrix/targets/h200-flaggems-ops-torch-fl-r5.json ;;
+    args) $FP run $FLAGPROP_ARGS --report-dir "$OUTDIR/args"; summary "$OUTDIR/args" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
   esac
 done

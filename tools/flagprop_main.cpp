@@ -2,6 +2,7 @@
 // process) and writes the report.
 #include "catalog/catalog.h"
 #include "core/files.h"
+#include "core/tensor_bridge.h"
 #include "reports/report.h"
 #include "reports/reproducer.h"
 #include "runner/runner.h"
@@ -28,6 +29,8 @@ usage:
                                    matrix on the CPU) and write a report
   flagprop run-target --manifest M --out FILE [options]
                                    run one target in this process (used by run)
+  flagprop ops                     list the catalog: op, dtypes, ATen schema
+  flagprop properties              list the properties: id, title, when it holds
   flagprop --help
 
 options:
@@ -264,6 +267,21 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   return report.at("summary").at("unexpected").empty() ? 0 : 1;
 }
 
+// `flagprop ops` and `flagprop properties`: what a run can select.
+int listCommand(const std::string& what) {
+  if (what == "ops") {
+    ensureInterpreter();
+    for (const auto& e : catalog()) {
+      std::string dtypes;
+      for (const auto& d : e.dtypes) dtypes += (dtypes.empty() ? "" : ",") + d;
+      std::cout << e.name << "\t" << dtypes << "\t" << atenSchema(e.name) << "\n";
+    }
+  } else {
+    for (const auto& p : properties()) std::cout << p.id << "\t" << p.title << "\t" << p.holds << "\n";
+  }
+  return 0;
+}
+
 std::string selfPath(const char* argv0) {
   char buf[4096] = {0};
   const ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -278,6 +296,7 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
   }
+  if ((args[0] == "ops" || args[0] == "properties") && args.size() == 1) return listCommand(args[0]);
   Cli cli;
   const std::string why = parse(args, cli);
   if (!why.empty()) {

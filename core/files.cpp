@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <ftw.h>
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +69,19 @@ std::string sha256File(const std::string& path) {
     out += hex[digest[i] & 15];
   }
   return out;
+}
+
+void removeTree(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return;
+  static thread_local std::string failed;
+  failed.clear();
+  auto removeOne = [](const char* p, const struct stat*, int, struct FTW*) -> int {
+    if (std::remove(p) != 0 && failed.empty()) failed = p;
+    return 0;
+  };
+  nftw(path.c_str(), removeOne, 16, FTW_DEPTH | FTW_PHYS);
+  if (!failed.empty()) throw FileError("cannot remove " + failed);
 }
 
 void writeText(const std::string& path, const std::string& text) {

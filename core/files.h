@@ -23,6 +23,14 @@ std::string readFile(const std::string& path, uint64_t maxBytes = uint64_t(1) <<
 /// EVP digest, read in 1 MiB blocks). Throws FileError as readFile does.
 std::string sha256File(const std::string& path);
 
+/// Removes `path` and everything below it (not following symbolic links);
+/// nothing when it does not exist. Throws FileError naming what could not be
+/// removed. Written on POSIX nftw(3) rather than std::filesystem::remove_all:
+/// PyTorch 2.x wheels export their own std::filesystem symbols, and calling
+/// remove_all in a process that loaded libtorch 2.11 (+cu130) crashed with a
+/// segmentation fault on an H200 host.
+void removeTree(const std::string& path);
+
 /// Writes `text` to `path` atomically (a temporary file, then rename).
 /// Throws FileError naming the path on failure.
 void writeText(const std::string& path, const std::string& text);

@@ -1,5 +1,6 @@
 // End to end: `flagprop run` on the built-in default matrix, its report, its
 // reproducers under plain python3, crash isolation and bad manifests.
+#include "core/files.h"
 #include "core/python.h"
 
 #include <gtest/gtest.h>
@@ -46,7 +47,7 @@ const json* result(const json& report, const std::string& target, const std::str
 
 TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-default-run";
-  fs::remove_all(dir);
+  flagprop::removeTree(dir.string());
   std::string out;
   const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 30 --seed 7 --report-dir " + dir.string(), &out);
   EXPECT_EQ(rc, 0) << out;
@@ -88,7 +89,7 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
 
 TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-crash-run";
-  fs::remove_all(dir);
+  flagprop::removeTree(dir.string());
   std::string out;
   const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 20 --seed 3 --property P1 --manifest " +
                         std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/matrix_with_bad.json --report-dir " + dir.string(),
@@ -107,7 +108,7 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
 
 TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-replay";
-  fs::remove_all(dir);
+  flagprop::removeTree(dir.string());
   const std::string manifest = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/merged-int-key.json";
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --seed 11 --property P4 --manifest " + manifest + " --report-dir " +

@@ -2,6 +2,8 @@
 // layers below it. The order (lowest first): core, generators, catalog,
 // targets, harness, suites, runner, reports, tools (the CLI). docs/design.md
 // says what each layer holds.
+#include "core/files.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,7 +60,7 @@ TEST(Layers, NoLowerLayerIncludesAHigherOne) {
 
 TEST(Layers, TheCheckCatchesABackEdge) {
   const fs::path root = fs::temp_directory_path() / "flagprop-layers-teeth";
-  fs::remove_all(root);
+  flagprop::removeTree(root.string());
   fs::create_directories(root / "catalog");
   fs::create_directories(root / "suites");
   std::ofstream(root / "suites" / "ok.h") << "#include \"catalog/catalog.h\"\n";
@@ -66,7 +68,7 @@ TEST(Layers, TheCheckCatchesABackEdge) {
   const auto edges = backEdges(root);
   ASSERT_EQ(edges.size(), 1u);
   EXPECT_EQ(edges[0], "catalog/bad.cpp: includes suites/");
-  fs::remove_all(root);
+  flagprop::removeTree(root.string());
 }
 
 }  // namespace

@@ -139,6 +139,21 @@ TEST(Manifest, HashMismatchNamesBothHashes) {
   EXPECT_NE(e.find("saw " + sha256File(kInstaller)), std::string::npos) << e;
 }
 
+TEST(Files, RemoveTreeRemovesEverythingBelowAndNothingElse) {
+  const fs::path root = fs::temp_directory_path() / "flagprop-remove-tree";
+  removeTree(root.string());
+  fs::create_directories(root / "a" / "b");
+  std::ofstream(root / "a" / "b" / "f") << "x";
+  const fs::path outside = fs::temp_directory_path() / "flagprop-remove-tree-outside";
+  std::ofstream(outside) << "keep";
+  fs::create_symlink(outside, root / "a" / "link");
+  removeTree(root.string());
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_TRUE(fs::exists(outside)) << "a link is removed, not followed";
+  removeTree(root.string());  // absent: nothing to do
+  fs::remove(outside);
+}
+
 TEST(Manifest, Sha256IsComputedWithoutTheInterpreter) {
   const std::string p = writeTemp("abc.txt", "abc");
   EXPECT_EQ(sha256File(p), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");  // FIPS 180-2 example

@@ -182,7 +182,7 @@ TEST(ManifestFuzz, EveryMutantIsACleanErrorOrLoadsAndNoWrongOneIsAccepted) {
         if (m.mustFail) RC_ASSERT(!err.empty());
       },
       md, params);
-  fs::remove_all(dir);
+  removeTree(dir.string());
   EXPECT_TRUE(result.template is<rc::detail::SuccessResult>()) << [&] {
     std::ostringstream os;
     rc::detail::printResultMessage(result, os);

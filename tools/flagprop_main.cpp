@@ -171,7 +171,7 @@ std::string prepareReportDir(const std::string& dir) {
     }
     if (!empty && !ours) return "--report-dir " + dir + " exists and holds no flagprop report; choose a new or empty folder";
     if (ours)
-      for (const char* sub : {"targets", "junit", "reproducers"}) fs::remove_all(fs::path(dir) / sub);
+      for (const char* sub : {"targets", "junit", "reproducers"}) removeTree((fs::path(dir) / sub).string());
   }
   for (const char* sub : {"targets", "junit", "reproducers"}) fs::create_directories(fs::path(dir) / sub, ec);
   return ec ? "cannot create --report-dir " + dir + ": " + ec.message() : "";

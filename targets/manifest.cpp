@@ -241,13 +241,13 @@ void readExpect(const Section& top, Target& t) {
 
 std::string checkRunKeySyntax(const std::string& key) {
   static const std::regex id("P[1-9][0-9]?");
-  const auto a1 = key.find('/');
-  if (!std::regex_match(key.substr(0, a1), id)) return "names no property (P1, P2, ..., or P5/OP, P5/OP/DTYPE)";
-  if (a1 == std::string::npos) return "";
-  const auto a2 = key.find('/', a1 + 1);
-  const std::string op = key.substr(a1 + 1, a2 == std::string::npos ? std::string::npos : a2 - a1 - 1);
+  const auto opAt = key.find('/');
+  if (!std::regex_match(key.substr(0, opAt), id)) return "names no property (P1, P2, ..., or P5/OP, P5/OP/DTYPE)";
+  if (opAt == std::string::npos) return "";
+  const auto dtypeAt = key.find('/', opAt + 1);
+  const std::string op = key.substr(opAt + 1, dtypeAt == std::string::npos ? std::string::npos : dtypeAt - opAt - 1);
   if (!findOp(op)) return "no catalog op '" + op + "'";
-  return a2 == std::string::npos ? "" : checkCatalogDtype(key.substr(a2 + 1));
+  return dtypeAt == std::string::npos ? "" : checkCatalogDtype(key.substr(dtypeAt + 1));
 }
 
 Gates Target::defaultGates() const {

@@ -8,26 +8,41 @@
 
 namespace flagprop {
 
-namespace {
+void TargetSession::mismatch(const std::string& what) {
+  if (!allowUnverified_) throw ManifestError(target_.manifestPath + ": " + what);
+  provenance_["unverified"].push_back(what);
+}
 
-// The SHA256 of `path` checked against `expected` (empty: not pinned);
-// records what was seen under `key`.
-void pin(json& provenance, const std::string& key, const std::string& path, const std::string& expected,
-         const std::string& origin, const char* what) {
+std::vector<std::string> TargetSession::unverified() const {
+  std::vector<std::string> out;
+  for (const auto& m : provenance_.value("unverified", json::array())) out.push_back(m.get<std::string>());
+  return out;
+}
+
+void TargetSession::pin(const std::string& key, const std::string& path, const std::string& expected, const char* what) {
   std::string seen;
   try {
     seen = sha256File(path);
   } catch (const FileError& e) {
-    throw ManifestError(origin + ": " + e.what());
+    throw ManifestError(target_.manifestPath + ": " + e.what());
   }
-  provenance[key] = seen;
+  provenance_[key] = seen;
   if (!expected.empty() && seen != expected)
-    throw ManifestError(origin + ": " + what + " sha256 mismatch for " + path + ": expected " + expected + ", saw " + seen);
+    mismatch(std::string(what) + " sha256 mismatch for " + path + ": expected " + expected + ", saw " + seen);
 }
 
-}  // namespace
+void TargetSession::checkVersions() {
+  if (!target_.pin) return;
+  const json& v = provenance_.at("versions");
+  for (const auto& [name, want] : {std::pair<std::string, std::string>{"torch", target_.pin->torch},
+                                   {"triton", target_.pin->triton}}) {
+    const std::string seen = v.value(name, json()).is_string() ? v.at(name).get<std::string>() : "absent";
+    if (!want.empty() && seen.rfind(want, 0) != 0)
+      mismatch(name + " version " + seen + ", the pin " + target_.pin->name + " names " + want);
+  }
+}
 
-TargetSession::TargetSession(Target t) : target_(std::move(t)) {
+TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)), allowUnverified_(unverified) {
   ensureInterpreter();
   py::gil_scoped_acquire gil;
   targetJson_ = target_.toJson();
@@ -37,6 +52,8 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
   dryLoad();
   const py::module_ session = pyImport("flagprop.session");
   provenance_["versions"] = toJson(session.attr("versions")());
+  if (target_.pin) provenance_["pin"] = target_.pin->toJson();
+  checkVersions();
   provenance_["libtorch_compiled"] = libtorchVersion();
   provenance_["device"] = target_.device;
   provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
@@ -44,9 +61,8 @@ TargetSession::TargetSession(Target t) : target_(std::move(t)) {
 
 void TargetSession::checkHashes() {
   const std::string& origin = target_.manifestPath;
-  if (target_.installer.mode == "source")
-    pin(provenance_, "installer_sha256", target_.installer.path, target_.installer.sha256, origin, "installer");
-  if (target_.ops.kind == "module") pin(provenance_, "ops_sha256", target_.ops.path, target_.ops.sha256, origin, "ops");
+  if (target_.installer.mode == "source") pin("installer_sha256", target_.installer.path, target_.installer.sha256, "installer");
+  if (target_.ops.kind == "module") pin("ops_sha256", target_.ops.path, target_.ops.sha256, "ops");
   if (target_.flagGems.kind == "mock") return;
   std::string libentry;
   try {
@@ -57,7 +73,7 @@ void TargetSession::checkHashes() {
     throw ManifestError(origin + ": cannot import flag_gems (" + describe(e) + ")");
   }
   provenance_["libentry_path"] = libentry;
-  pin(provenance_, "libentry_sha256", libentry, target_.flagGems.libentrySha256, origin, "libentry");
+  pin("libentry_sha256", libentry, target_.flagGems.libentrySha256, "libentry");
 }
 
 void TargetSession::checkDevice() {

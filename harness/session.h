@@ -16,10 +16,17 @@ namespace flagprop {
 class TargetSession {
  public:
   /// Prepares `t`. Throws ManifestError (one line naming the manifest) for a
-  /// hash mismatch, a FlagGems that cannot be imported, a device that is not
-  /// there, an installer or op module that cannot be loaded or lacks its
-  /// function, or declared installer components that differ from the source.
-  explicit TargetSession(Target t);
+  /// hash mismatch or a version its pin does not allow, a FlagGems that
+  /// cannot be imported, a device that is not there, an installer or op
+  /// module that cannot be loaded or lacks its function, or declared
+  /// installer components that differ from the source. With `unverified`, a
+  /// hash or version mismatch is recorded (provenance `unverified`, see
+  /// unverified()) instead of thrown.
+  explicit TargetSession(Target t, bool unverified = false);
+
+  /// The hash and version mismatches a run started as unverified accepted
+  /// (one line each); empty when every pinned file and version matched.
+  std::vector<std::string> unverified() const;
 
   const Target& target() const { return target_; }
   /// The target's dict form (Target::toJson), as Python reads it.
@@ -48,6 +55,10 @@ class TargetSession {
 
  private:
   void checkHashes();
+  void checkVersions();
+  void pin(const std::string& key, const std::string& path, const std::string& expected, const char* what);
+  void mismatch(const std::string& what);
+  bool allowUnverified_ = false;
   void checkDevice();
   void dryLoad();
   Target target_;

@@ -215,7 +215,10 @@ std::string renderMarkdown(const json& report) {
       md << "**target error:** " << t.value("error", "") << "\n\n";
       continue;
     }
+    for (const auto& m : t.value("unverified", json::array()))
+      md << "**unverified run**: " << m.get<std::string>() << " (every result below is marked unverified)\n\n";
     const auto& p = t.at("provenance");
+    if (p.contains("pin")) md << "pin: `" << p.at("pin").value("name", "") << "` (" << p.at("pin").value("path", "") << ")\n\n";
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
@@ -268,6 +271,7 @@ void printSummary(const json& report, std::ostream& os) {
       os << " " << std::setw(def.scope == PropertyDef::Scope::Op ? 10 : 7) << st;
     }
     if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
+    if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";
   }
   const auto& s = report.at("summary");

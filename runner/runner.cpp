@@ -42,7 +42,9 @@ class PropertyTest : public testing::Test {
     const std::string label = run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
     std::cout << "[" << t.name << "] " << label << " ..." << std::flush;
     const PropertyOutcome o = runProperty(*run_, opts_->run);
-    (*doc_)["results"].push_back(o.toJson());
+    json r = o.toJson();
+    if (!session_->unverified().empty()) r["unverified"] = true;  // a pinned hash or version did not match
+    (*doc_)["results"].push_back(r);
     if (*sink_) (*sink_)(*session_, o, *doc_);
     std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
     if (o.status != "pass") std::cout << ": " << o.reason;
@@ -106,8 +108,13 @@ json runTarget(const std::string& manifest, const std::string& junitPath, const 
     doc["expect"] = t.expect;
     doc["labels"] = t.labels;
     doc["target"] = t.toJson();
-    session = std::make_unique<TargetSession>(t);
+    session = std::make_unique<TargetSession>(t, opts.unverified);
     doc["provenance"] = session->provenance();
+    if (!session->unverified().empty()) {
+      doc["unverified"] = session->unverified();
+      for (const auto& m : session->unverified())
+        std::cout << "[" << t.name << "] unverified: " << m << "; every result is marked unverified" << std::endl;
+    }
     runs = planRuns(*session, opts.selection);
   } catch (const std::exception& e) {
     std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;

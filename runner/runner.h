@@ -16,6 +16,9 @@ namespace flagprop {
 struct TargetRunOptions {
   RunOptions run;
   Selection selection;
+  /// Run even where a pinned hash or version does not match; every result
+  /// is then marked `unverified` (see TargetSession).
+  bool unverified = false;
 };
 
 /// Called after each property run with the session, the outcome and the

@@ -237,7 +237,69 @@ void readExpect(const Section& top, Target& t) {
   }
 }
 
+// The manifest `j` with the sections its pin supplies merged in; fills
+// `t.pin`. A field the pin supplies may not also be given by the manifest.
+json withPin(const json& j, const Section& top, const std::string& baseDir, Target& t) {
+  Pin pin;
+  const json supplied = loadPin(resolve(baseDir, top.required("pin")), pin);
+  json merged = j;
+  json inst = j.contains("installer") ? top.object("installer") : json::object();
+  for (const char* k : {"path", "sha256"})
+    if (inst.contains(k)) top.fail("comes from the pin " + pin.path + "; leave it out", std::string("installer.") + k);
+  if (inst.value("mode", "source") != "source") top.fail("must be 'source' for a pinned installer", "installer.mode");
+  inst.update(supplied.at("installer"));
+  merged["installer"] = inst;
+  json fg = j.contains("flag_gems") ? top.object("flag_gems") : json{{"kind", "source"}};
+  const std::string kind = fg.value("kind", "mock");
+  if (kind != "mock") {
+    for (const char* k : {"path", "libentry_sha256"})
+      if (fg.contains(k)) top.fail("comes from the pin " + pin.path + "; leave it out", std::string("flag_gems.") + k);
+    fg["libentry_sha256"] = supplied.at("flag_gems").at("libentry_sha256");
+    if (kind == "source") fg["path"] = supplied.at("flag_gems").at("path");
+  }
+  merged["flag_gems"] = fg;
+  if (!j.contains("gates")) merged["gates"] = supplied.at("gates");
+  merged.erase("pin");
+  t.pin = pin;
+  return merged;
+}
+
 }  // namespace
+
+json Pin::toJson() const {
+  return {{"path", path},       {"name", name},       {"description", description},
+          {"torch", torch},     {"triton", triton},   {"torch_fl_commit", torchFlCommit},
+          {"flag_gems_commit", flagGemsCommit}};
+}
+
+json loadPin(const std::string& path, Pin& pin) {
+  const json j = readManifestJson(path);
+  const Section p(j, path, "", {"schema", "name", "description", "torch", "triton", "torch_fl", "flag_gems", "routing"});
+  const std::string schema = p.required("schema");
+  if (schema != "flagprop.pin/1") p.fail("is '" + schema + "', expected 'flagprop.pin/1'", "schema");
+  const std::string base = fs::path(path).parent_path().string();
+  pin.path = path;
+  pin.name = p.required("name");
+  pin.description = p.str("description", "");
+  pin.torch = p.str("torch", "");
+  pin.triton = p.str("triton", "");
+  if (!p.has("torch_fl") || !p.has("flag_gems") || !p.has("routing"))
+    p.fail("needs the sections torch_fl, flag_gems and routing", "");
+  const Section tfl(p.raw("torch_fl"), path, "torch_fl.", {"commit", "installer", "sha256"});
+  const Section fg(p.raw("flag_gems"), path, "flag_gems.", {"commit", "src", "libentry_sha256"});
+  const Section routing(p.raw("routing"), path, "routing.", {"accelerator", "routes_to_flaggems"});
+  pin.torchFlCommit = tfl.str("commit", "");
+  pin.flagGemsCommit = fg.str("commit", "");
+  const std::string installerSha = tfl.sha256("sha256"), libentrySha = fg.sha256("libentry_sha256");
+  if (installerSha.empty()) tfl.fail("is missing", "sha256");
+  if (libentrySha.empty()) fg.fail("is missing", "libentry_sha256");
+  if (!routing.has("routes_to_flaggems")) routing.fail("is missing", "routes_to_flaggems");
+  return {{"installer", {{"path", tfl.path("installer", base, false)}, {"sha256", installerSha}}},
+          // The tree is checked where a target uses it (flag_gems kind source), not for mocks.
+          {"flag_gems", {{"path", resolve(base, fg.required("src"))}, {"libentry_sha256", libentrySha}}},
+          {"gates", {{"accelerator", routing.required("accelerator")},
+                     {"routes_to_flaggems", routing.boolean("routes_to_flaggems", true)}}}};
+}
 
 std::string checkRunKeySyntax(const std::string& key) {
   static const std::regex id("P[1-9][0-9]?");
@@ -321,17 +383,23 @@ json Target::toJson() const {
             {"specials", specials},
             {"layout_palette", layoutPalette},
             {"palette_seed", paletteSeed}};
+  if (pin) j["pin"] = pin->toJson();
   return j;
 }
 
-Target parseTarget(const json& j, const std::string& origin, const std::string& baseDir) {
-  const Section top(j, origin, "",
-                    {"schema", "name", "description", "device", "installer", "flag_gems", "gates", "gate_builds",
-                     "properties", "cases", "expect", "reports_once", "labels", "ops", "catalog", "dtypes", "op_cases",
-                     "max_elements", "specials", "layout_palette", "palette_seed"});
+Target parseTarget(const json& manifest, const std::string& origin, const std::string& baseDir) {
+  const std::vector<std::string> known = {"schema", "name", "description", "device", "installer", "flag_gems", "gates",
+                                          "gate_builds", "properties", "cases", "expect", "reports_once", "labels", "ops",
+                                          "catalog", "dtypes", "op_cases", "max_elements", "specials", "layout_palette",
+                                          "palette_seed", "pin"};
+  Target t;
+  const json j = [&] {
+    const Section first(manifest, origin, "", known);
+    return first.has("pin") ? withPin(manifest, first, baseDir, t) : manifest;
+  }();
+  const Section top(j, origin, "", known);
   const std::string schema = top.required("schema");
   if (schema != "flagprop.target/1") top.fail("is '" + schema + "', expected 'flagprop.target/1'", "schema");
-  Target t;
   t.manifestPath = origin;
   t.name = top.required("name");
   static const std::regex nameChars("[A-Za-z0-9._-]+");

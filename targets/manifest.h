@@ -61,6 +61,20 @@ struct OpsSpec {
   std::string enable;         ///< aten: "flag_gems" registers FlagGems' kernels for the catalog ops
 };
 
+/// A pin (flagprop.pin/1): one combination of the stack as a bundle ships it,
+/// each component named and its files' SHA256 given. A target manifest that
+/// names a pin (`"pin": "…"`) takes its installer file, FlagGems source tree,
+/// their hashes and the routing gates from it.
+struct Pin {
+  std::string path;         ///< absolute path of the pin file
+  std::string name;
+  std::string description;
+  std::string torch;        ///< expected torch version (prefix); "" = not pinned
+  std::string triton;       ///< expected Triton / FlagTree version (prefix); "" = not pinned
+  std::string torchFlCommit, flagGemsCommit;  ///< provenance, free text
+  nlohmann::json toJson() const;
+};
+
 /// One target: which installer, which FlagGems, which gates, which device.
 /// Relative paths in the manifest are resolved against its own directory.
 struct Target {
@@ -85,6 +99,7 @@ struct Target {
   bool specials = true;                 ///< generate nan, +-inf, -0.0 and subnormal inputs
   int layoutPalette = 0;                ///< P5 / P6 specialization reuse (LayoutLimits::palette); 0 = off
   uint64_t paletteSeed = 0;             ///< seed of that palette
+  std::optional<Pin> pin;               ///< the pin the target names, if any
 
   bool hasInstaller() const { return installer.mode != "none"; }
   /// Gates for a case whose generator does not vary them: the manifest's,
@@ -126,6 +141,12 @@ std::string checkRunKeySyntax(const std::string& key);
 /// checked here (see TargetSession), so that the report can show the hash
 /// actually seen.
 Target loadTarget(const std::string& path);
+
+/// Reads a pin file (flagprop.pin/1) into `pin` and returns the manifest
+/// sections it supplies (`installer`, `flag_gems`, `gates`, with absolute
+/// paths), to be merged into the target's. Throws ManifestError naming the
+/// pin file and the field.
+nlohmann::json loadPin(const std::string& path, Pin& pin);
 
 /// Parses a target manifest from JSON; `origin` names it in errors and
 /// `baseDir` resolves relative paths.

@@ -137,6 +137,34 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   EXPECT_NE(out.find("--reproduce: not a reproduce string"), std::string::npos) << out;
 }
 
+TEST(Cli, AnUnverifiedRunMarksEveryResult) {
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-unverified";
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  const std::string installer = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/installers/example_installer.py";
+  std::ofstream(dir / "pin.json") << json{{"schema", "flagprop.pin/1"}, {"name", "stale"},
+                                          {"torch_fl", {{"installer", installer}, {"sha256", std::string(64, '0')}}},
+                                          {"flag_gems", {{"src", "."}, {"libentry_sha256", std::string(64, '0')}}},
+                                          {"routing", {{"accelerator", "dcu"}, {"routes_to_flaggems", true}}}}
+                                         .dump();
+  std::ofstream(dir / "target.json") << json{{"schema", "flagprop.target/1"}, {"name", "stale-pin"}, {"pin", "pin.json"},
+                                             {"flag_gems", {{"kind", "mock"}}}, {"properties", {"P1", "P2"}}, {"cases", 5}}
+                                            .dump();
+  std::string out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (dir / "target.json").string() + " --report-dir " +
+                   (dir / "strict").string(), &out), 1) << out;
+  EXPECT_NE(out.find("installer sha256 mismatch"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --unverified --manifest " + (dir / "target.json").string() +
+                   " --report-dir " + (dir / "loose").string(), &out), 0) << out;
+  EXPECT_NE(out.find("unverified"), std::string::npos) << out;
+  const json report = load((dir / "loose" / "report.json").string());
+  const auto& t = report.at("targets").at(0);
+  EXPECT_EQ(t.at("unverified").size(), 1u);
+  ASSERT_EQ(t.at("results").size(), 2u);
+  for (const auto& r : t.at("results")) EXPECT_TRUE(r.value("unverified", false)) << r.dump();
+  flagprop::removeTree(dir.string());
+}
+
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P9", &out), 2);

@@ -187,6 +187,61 @@ TEST(Manifest, PinnedMockFieldsAreCheckedAgainstTheSchema) {
   EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("flag_gems.mock"), std::string::npos);
 }
 
+// A pin with the example installer, its hash as given, and a torch version.
+std::string fixturePin(const std::string& name, const std::string& sha, const std::string& torch) {
+  const json pin = {{"schema", "flagprop.pin/1"},
+                    {"name", name},
+                    {"torch", torch},
+                    {"torch_fl", {{"commit", "fixture"}, {"installer", kInstaller}, {"sha256", sha}}},
+                    {"flag_gems", {{"commit", "fixture"}, {"src", "/nonexistent/src"}, {"libentry_sha256", std::string(64, 'b')}}},
+                    {"routing", {{"accelerator", "dcu"}, {"routes_to_flaggems", true}}}};
+  const std::string pinPath = writeTemp(name + ".pin.json", pin.dump());
+  return writeTemp(name + ".target.json", json{{"schema", "flagprop.target/1"},
+                                                {"name", name},
+                                                {"pin", pinPath},
+                                                {"flag_gems", {{"kind", "mock"}}},
+                                                {"properties", {"P1"}},
+                                                {"cases", 5}}
+                                               .dump());
+}
+
+TEST(Pins, APinSuppliesTheInstallerItsHashAndTheGates) {
+  const Target t = loadTarget(fixturePin("pin-ok", sha256File(kInstaller), ""));
+  ASSERT_TRUE(t.pin.has_value());
+  EXPECT_EQ(t.installer.path, kInstaller);
+  EXPECT_EQ(t.installer.sha256, sha256File(kInstaller));
+  ASSERT_TRUE(t.gates.has_value());
+  EXPECT_EQ(t.gates->accelerator, "dcu");
+  TargetSession s(t);
+  EXPECT_TRUE(s.unverified().empty());
+  EXPECT_EQ(s.provenance().at("pin").at("name"), "pin-ok");
+}
+
+TEST(Pins, AMismatchIsATargetErrorUnlessTheRunIsUnverified) {
+  const Target t = loadTarget(fixturePin("pin-bad-hash", std::string(64, '0'), ""));
+  const std::string e = errorOf([&] { TargetSession s(t); });
+  EXPECT_NE(e.find("installer sha256 mismatch for " + kInstaller + ": expected " + std::string(64, '0') + ", saw "),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  TargetSession unverified(t, true);
+  ASSERT_EQ(unverified.unverified().size(), 1u);
+  const Target v = loadTarget(fixturePin("pin-bad-torch", sha256File(kInstaller), "0.0.1"));
+  EXPECT_NE(errorOf([&] { TargetSession s(v); }).find(", the pin pin-bad-torch names 0.0.1"), std::string::npos);
+}
+
+TEST(Pins, FieldsThePinSuppliesMayNotBeGivenTwice) {
+  const std::string path = fixturePin("pin-twice", sha256File(kInstaller), "");
+  json j = json::parse(readFile(path));
+  j["installer"] = {{"path", kInstaller}};
+  EXPECT_NE(errorOf([&] { parseTarget(j, "m.json", "/"); }).find("'installer.path' comes from the pin"),
+            std::string::npos);
+  j.erase("installer");
+  const std::string badPin = writeTemp("bad.pin.json", R"({"schema": "flagprop.pin/1", "name": "x", "torch_fl": {}})");
+  j["pin"] = badPin;
+  EXPECT_NE(errorOf([&] { parseTarget(j, "m.json", "/"); }).find(badPin + ": needs the sections"), std::string::npos);
+}
+
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
   ASSERT_EQ(paths.size(), 20u);

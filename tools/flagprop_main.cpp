@@ -50,6 +50,8 @@ options:
   --reproduce STR     replay a RapidCheck reproduce string from a report
   --timeout SEC       per-target process time limit (default 1800)
   --no-isolate        run the (one) target in this process
+  --unverified        run targets whose pinned files or versions do not match
+                      (normally a target error); every result is marked unverified
 
 exit status: 0 every result as expected (pass, skip, or the manifest's
 'expect'); 1 some result unexpected; 2 bad usage.
@@ -124,6 +126,10 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
       cli.isolate = false;
       continue;
     }
+    if (args[i] == "--unverified") {
+      cli.target.unverified = true;
+      continue;
+    }
     if (args[i].rfind("--", 0) != 0) return "unexpected argument '" + args[i] + "' (try flagprop --help)";
     if (i + 1 >= args.size()) return args[i] + " needs a value";
     const std::string why = applyOption(cli, args[i], args[i + 1]);
@@ -186,6 +192,7 @@ std::vector<std::string> childArgs(const Cli& cli, const std::string& self, cons
   for (const auto& p : cli.target.selection.properties) a.insert(a.end(), {"--property", p});
   for (const auto& p : cli.target.selection.ops) a.insert(a.end(), {"--op", p});
   for (const auto& p : cli.target.selection.dtypes) a.insert(a.end(), {"--dtype", p});
+  if (cli.target.unverified) a.push_back("--unverified");
   return a;
 }
 

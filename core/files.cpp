@@ -84,6 +84,10 @@ void removeTree(const std::string& path) {
   if (!failed.empty()) throw FileError("cannot remove " + failed);
 }
 
+std::string jsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void writeText(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {

@@ -2,6 +2,8 @@
 // writes. No interpreter needed.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -30,6 +32,11 @@ std::string sha256File(const std::string& path);
 /// remove_all in a process that loaded libtorch 2.11 (+cu130) crashed with a
 /// segmentation fault on an H200 host.
 void removeTree(const std::string& path);
+
+/// `j` as JSON text, indented by 2; bytes of strings that are not valid
+/// UTF-8 (e.g. from a manifest or an exception message) become U+FFFD
+/// instead of failing the whole report.
+std::string jsonText(const nlohmann::json& j);
 
 /// Writes `text` to `path` atomically (a temporary file, then rename).
 /// Throws FileError naming the path on failure.

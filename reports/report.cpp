@@ -88,20 +88,57 @@ std::string fixed(double v, int digits) {
 
 // Per op and dtype: P5 / P6 status, cases, compilations per 100 cases and
 // where the time went.
+// The op properties a target's results hold, in registry order.
+std::vector<const PropertyDef*> opColumns(const json& t) {
+  std::vector<const PropertyDef*> out;
+  for (const auto& d : properties()) {
+    if (d.scope != PropertyDef::Scope::Op) continue;
+    for (const auto& r : t.at("results"))
+      if (r.value("property", "") == d.id) {
+        out.push_back(&d);
+        break;
+      }
+  }
+  return out;
+}
+
+// What a P5 run says of the fast path: the classes of the cases that held,
+// or the failing case's own; for P8 the hit counts.
+std::string fastPathCell(const std::string& id, const json& o) {
+  if (id == "P8" && o.contains("hits"))
+    return o.at("hits").value("fast_runs", 0) == 0 && o.at("hits").value("runs", 0) == 0
+               ? "no LibEntry launches"
+               : "fast runs " + std::to_string(o.at("hits").value("fast_runs", 0)) + " of " +
+                     std::to_string(o.at("hits").value("runs", 0));
+  std::string cell;
+  if (o.contains("distribution"))
+    for (auto it = o.at("distribution").begin(); it != o.at("distribution").end(); ++it)
+      cell += (cell.empty() ? "" : "; ") + it.key() + " " + it.value().dump();
+  else if (o.contains("fast_path"))
+    cell = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
+  return cell;
+}
+
+// Per op and dtype: each op property's status, cases, the fast path, the
+// compilations per 100 cases and where the time went.
 void opTable(std::ostringstream& md, const json& t) {
   std::map<std::pair<std::string, std::string>, std::map<std::string, json>> rows;
   for (const auto& r : t.at("results"))
     if (r.contains("op")) rows[{r.value("op", ""), r.value("dtype", "")}][r.value("property", "")] = r;
   if (rows.empty()) return;
-  md << "| op | dtype | P5 numerics | P6 aliasing | cases (P5 / P6) | fast path (P5 cases) | compilations / 100 cases | "
-        "reference / device op / harness |\n"
-     << "|---|---|---|---|---|---|---|---|\n";
+  const auto columns = opColumns(t);
+  md << "| op | dtype";
+  for (const auto* c : columns) md << " | " << c->id << " " << c->title;
+  md << " | cases | fast path | compilations / 100 cases | reference / device op / harness |\n|---|---";
+  for (size_t i = 0; i < columns.size() + 4; ++i) md << "|---";
+  md << "|\n";
   for (const auto& [key, props] : rows) {
     md << "| " << key.first << " | " << key.second;
-    std::string cases, fastPath = "-";
+    std::string cases, fastPath;
     json stats;
-    for (const char* p : {"P5", "P6"}) {
-      auto it = props.find(p);
+    for (const auto* c : columns) {
+      const auto it = props.find(c->id);
+      cases += std::string(cases.empty() ? "" : " / ") + (it == props.end() ? "-" : std::to_string(it->second.value("cases_run", 0)));
       if (it == props.end()) {
         md << " | -";
         continue;
@@ -109,23 +146,12 @@ void opTable(std::ostringstream& md, const json& t) {
       const json& r = it->second;
       md << " | **" << r.value("status", "") << "**";
       if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
-      cases += (cases.empty() ? "" : " / ") + std::to_string(r.value("cases_run", 0));
       const json o = r.value("observations", json::object());
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
-      if (std::string(p) == "P5") {
-        // Whether patched and unpatched were compared: the classes of the
-        // cases that held, or the failing case's own.
-        if (o.contains("distribution")) {
-          fastPath.clear();
-          for (auto it = o.at("distribution").begin(); it != o.at("distribution").end(); ++it)
-            fastPath += (fastPath.empty() ? "" : "; ") + it.key() + " " + it.value().dump();
-        } else if (o.contains("fast_path")) {
-          fastPath = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
-        }
-      }
+      const std::string f = fastPathCell(c->id, o);
+      if (!f.empty() && (c->id == "P5" || c->id == "P8")) fastPath += (fastPath.empty() ? "" : "; ") + f;
     }
-    if (props.size() < 2) cases += " / -";
-    md << " | " << cases << " | " << cell(fastPath, 80);
+    md << " | " << cases << " | " << cell(fastPath.empty() ? "-" : fastPath, 100);
     if (stats.is_null()) {
       md << " | - | - |\n";
       continue;
@@ -188,9 +214,12 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   for (const char* k : {"numerics", "aliasing"})
     if (o.contains(k) && o.at(k).size() > 1)
       for (const auto& f : o.at(k)) md << "- " << k << ": " << f.get<std::string>() << "\n";
-  if (o.contains("fast_path"))
-    md << "- fast path: " << o.value("fast_path", "") << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "")
-       << "\n";
+  if (o.contains("fast_path")) {
+    md << "- fast path: " << o.value("fast_path", "");
+    if (o.contains("patched_vs_unpatched")) md << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "");
+    md << "\n";
+  }
+  if (o.contains("kernels")) md << "- LibEntry runs and keys by kernel (after warm-up): `" << o.at("kernels").dump() << "`\n";
   if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
   md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
   md << "- reproduce in flagprop: `" << prov.value("flagprop", std::string("flagprop")) << " run --manifest "

@@ -36,6 +36,7 @@ const Embedded kEmbedded[] = {
     {"flagprop.launch", false, "python/flagprop/launch.py"},
     {"flagprop.session", false, "python/flagprop/session.py"},
     {"flagprop.ops", false, "python/flagprop/ops.py"},
+    {"flagprop.hits", false, "python/flagprop/hits.py"},
     {"flagprop.checks", false, "python/flagprop/checks.py"},
 };
 
@@ -80,6 +81,7 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   text += "KIND = " + pyString(outcome.checkKind) + "\n";
   text += "TARGET = " + pyJson(target) + "\n";
   text += "INSTALLER_SHA256 = " + pyString(provenance.value("installer_sha256", std::string())) + "\n";
+  text += "OPS_SHA256 = " + pyString(provenance.value("ops_sha256", std::string())) + "\n";
   text += "CASE = " + pyJson(outcome.counterexample) + "\n";
   text += "JUDGING = " + pyJson(outcome.judging) + "\n\n";
   text += modulesTable();

@@ -1,6 +1,7 @@
-// P5 numerics and P6 aliasing / metadata over the op catalog: one run per
-// (property, op, dtype); P5 and P6 of the same op and dtype draw the same
-// cases from the same seed, so P6 judges the observations P5 made.
+// The op properties over the catalog: one run per (property, op, dtype). P5
+// numerics and P6 aliasing / metadata of the same op and dtype draw the same
+// cases from the same seed, so P6 judges the observations P5 made; P8
+// fast-path hits counts the op's LibEntry launches on the same cases.
 #include "catalog/catalog.h"
 #include "suites/registry.h"
 
@@ -117,6 +118,52 @@ gen::LayoutLimits limitsOf(const Target& t) {
   return lim;
 }
 
+// Counts of a P8 run, summed over its cases: per kernel, LibEntry runs and
+// keys, and how many of them entered the stock ones.
+struct HitTotals {
+  json kernels = json::object();
+  void add(const json& result) {
+    const json ks = result.value("evidence", json::object()).value("kernels", json::object());
+    for (auto it = ks.begin(); it != ks.end(); ++it) {
+      json& k = kernels[it.key()];
+      if (!k.is_object()) k = json::object();
+      for (const char* f : {"run", "run_stock", "key", "key_stock"}) k[f] = k.value(f, 0) + it.value().value(f, 0);
+    }
+  }
+};
+
+PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                    const rc::Gen<Case>& cases) {
+  PropertyRun run;
+  run.id = def.id;
+  run.title = def.title;
+  run.op = entry.name;
+  run.dtype = dtype;
+  run.checkKind = def.checkKind;
+  run.cases = s.target().opCases;
+  run.generator = cases;
+  auto totals = std::make_shared<HitTotals>();
+  TargetSession* sp = &s;
+  run.judge = [sp, totals](const Case& c) {
+    json r = sp->check("hits", c.value);
+    totals->add(r);
+    return r;
+  };
+  run.precondition = [sp, run]() -> std::optional<PropertyOutcome> {
+    if (sp->deviceLost.empty()) return std::nullopt;
+    return outcomeFor(run, "error", "not run: " + sp->deviceLost);
+  };
+  run.finish = [totals](PropertyOutcome& o) {
+    int all = 0, stock = 0;
+    for (const auto& k : totals->kernels) all += k.value("run", 0), stock += k.value("run_stock", 0);
+    o.observations["hits"] = {{"kernels", totals->kernels},
+                              {"runs", all},
+                              {"fast_runs", all - stock},
+                              {"hit_ratio", all ? double(all - stock) / all : 0.0}};
+  };
+  return run;
+}
+
 PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                   const rc::Gen<Case>& cases, std::shared_ptr<OpRunState> state) {
   PropertyRun run;
@@ -166,7 +213,9 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
         return Case{toJson(c)};
       });
       auto state = std::make_shared<OpRunState>();
-      for (const auto* d : wanted) runs.push_back(opRun(session, *d, entry, dtype, cases, state));
+      for (const auto* d : wanted)
+        runs.push_back(d->checkKind == "hits" ? hitsRun(session, *d, entry, dtype, cases)
+                                              : opRun(session, *d, entry, dtype, cases, state));
       if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
     }
   }

@@ -21,6 +21,8 @@ const std::vector<PropertyDef>& properties() {
        "the device result matches CPU ATen within tolerance; patched equals unpatched bitwise"},
       {"P6", "aliasing and metadata", "op", S::Op,
        "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
+      {"P8", "fast-path hits", "hits", S::Op,
+       "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", false},
   };
   return defs;
 }
@@ -46,6 +48,31 @@ std::string checkRunKey(const std::string& key) {
   return "";
 }
 
+namespace {
+
+// "" when the run key `key` (already well-formed) names a result `t` makes,
+// else why it never will.
+std::string neverRun(const Target& t, const std::string& key, const std::vector<std::string>& ids) {
+  const auto opAt = key.find('/');
+  const std::string id = key.substr(0, opAt);
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) return "names " + id + ", which this target does not run";
+  if (opAt == std::string::npos) return "";
+  const auto dtypeAt = key.find('/', opAt + 1);
+  const std::string op = key.substr(opAt + 1, dtypeAt == std::string::npos ? std::string::npos : dtypeAt - opAt - 1);
+  auto in = [](const std::vector<std::string>& v, const std::string& x) {
+    return v.empty() || std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (!in(t.catalogOps, op)) return "names op " + op + ", which the target's 'catalog' leaves out";
+  if (dtypeAt == std::string::npos) return "";
+  const std::string dtype = key.substr(dtypeAt + 1);
+  const auto& own = findOp(op)->dtypes;
+  if (std::find(own.begin(), own.end(), dtype) == own.end() || !in(t.dtypes, dtype))
+    return "names " + op + " in " + dtype + ", which this target does not run";
+  return "";
+}
+
+}  // namespace
+
 std::vector<std::string> targetProperties(const Target& t) {
   const std::string& origin = t.manifestPath;
   for (const auto& p : t.properties) {
@@ -54,15 +81,17 @@ std::vector<std::string> targetProperties(const Target& t) {
     if (findProperty(p)->scope == PropertyDef::Scope::Installer && !t.hasInstaller())
       throw ManifestError(origin + ": field 'properties': " + p + " needs an installer; this target has none");
   }
+  std::vector<std::string> out = t.properties;
+  if (out.empty()) {
+    const auto scope = t.hasInstaller() ? PropertyDef::Scope::Installer : PropertyDef::Scope::Op;
+    for (const auto& d : properties())
+      if (d.scope == scope && d.byDefault) out.push_back(d.id);
+  }
   for (auto it = t.expect.begin(); it != t.expect.end(); ++it) {
-    const std::string why = checkRunKey(it.key());
+    std::string why = checkRunKey(it.key());
+    if (why.empty()) why = neverRun(t, it.key(), out);  // an expectation that can never be met passes silently
     if (!why.empty()) throw ManifestError(origin + ": field 'expect': key '" + it.key() + "' " + why);
   }
-  if (!t.properties.empty()) return t.properties;
-  std::vector<std::string> out;
-  const auto scope = t.hasInstaller() ? PropertyDef::Scope::Installer : PropertyDef::Scope::Op;
-  for (const auto& d : properties())
-    if (d.scope == scope) out.push_back(d.id);
   return out;
 }
 

@@ -20,6 +20,7 @@ struct PropertyDef {
   /// properties run once per catalog op and dtype.
   enum class Scope { Installer, Op } scope;
   std::string holds;  ///< when it holds, one line (for --help and docs)
+  bool byDefault = true;  ///< run when a manifest lists no properties (of its scope)
 };
 
 /// Every property, in order.
@@ -33,7 +34,8 @@ const PropertyDef* findProperty(const std::string& id);
 std::string checkRunKey(const std::string& key);
 
 /// The property ids `t` runs: its `properties`, else every installer
-/// property when it has an installer, else the op properties. Throws
+/// property when it has an installer, else the op properties (those run by
+/// default: P8 only when listed). Throws
 /// ManifestError (naming the manifest) for an unknown id, an installer
 /// property on a target without an installer, or an `expect` key naming a
 /// property that is not registered.

@@ -5,6 +5,7 @@
 #include "core/python.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -40,7 +41,12 @@ class Section {
  public:
   Section(const json& obj, std::string origin, std::string prefix, std::vector<std::string> known)
       : obj_(obj), origin_(std::move(origin)), prefix_(std::move(prefix)) {
-    if (!obj.is_object()) fail(prefix_.empty() ? "a manifest must be a JSON object" : "must be a JSON object", "");
+    if (!obj.is_object()) {
+      if (prefix_.empty()) throw ManifestError(origin_ + ": a manifest must be a JSON object");
+      throw ManifestError(origin_ + ": field '" + prefix_.substr(0, prefix_.size() - 1) + "' must be a JSON object" +
+                          (prefix_ == "gates." ? " {accelerator, routes_to_flaggems} or \"generate\"" : "") + ", not " +
+                          obj.type_name());
+    }
     for (auto it = obj.begin(); it != obj.end(); ++it)
       if (std::find(known.begin(), known.end(), it.key()) == known.end())
         throw ManifestError(origin_ + ": unknown field '" + prefix_ + it.key() + "' (known: " + joined(known) + ")");
@@ -111,7 +117,8 @@ class Section {
     const std::string abs = resolve(base, p);
     std::error_code ec;
     if (!(folder ? fs::is_directory(abs, ec) : fs::is_regular_file(abs, ec)))
-      fail("'" + p + "' is not an existing " + std::string(folder ? "folder" : "file") + " (resolved to " + abs + ")",
+      fail("'" + p + "' is not an existing " + std::string(folder ? "folder" : "regular file") + " (resolved to " + abs +
+               ")",
            key);
     return abs;
   }
@@ -388,6 +395,8 @@ json Target::toJson() const {
 }
 
 Target parseTarget(const json& manifest, const std::string& origin, const std::string& baseDir) {
+  if (manifest.is_object() && manifest.value("schema", json()) == "flagprop.matrix/1")
+    throw ManifestError(origin + ": is a matrix (flagprop.matrix/1); a matrix may list only target manifests");
   const std::vector<std::string> known = {"schema", "name", "description", "device", "installer", "flag_gems", "gates",
                                           "gate_builds", "properties", "cases", "expect", "reports_once", "labels", "ops",
                                           "catalog", "dtypes", "op_cases", "max_elements", "specials", "layout_palette",
@@ -444,7 +453,17 @@ json readManifestJson(const std::string& path) {
   } catch (const json::parse_error& e) {
     const std::string msg = e.what();
     const auto pos = msg.find("parse error");
-    throw ManifestError(path + ": not valid JSON (" + (pos == std::string::npos ? msg : msg.substr(pos)) + ")");
+    std::string shown;
+    for (unsigned char c : pos == std::string::npos ? msg : msg.substr(pos)) {  // the text may hold any byte
+      if (c >= 0x20 && c < 0x7f) {
+        shown += static_cast<char>(c);
+      } else {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        shown += hex;
+      }
+    }
+    throw ManifestError(path + ": not valid JSON (" + shown + ")");
   }
   if (tooDeep) throw ManifestError(path + ": nested deeper than " + std::to_string(kManifestMaxDepth) + " levels");
   return j;

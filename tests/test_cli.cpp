@@ -172,6 +172,15 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P5/tahn", &out), 2);
   EXPECT_NE(out.find("no catalog op 'tahn'"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " frobnicate", &out), 2);
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --help", &out), 0);
+  EXPECT_NE(out.find("usage:"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA", &out), 2);
+  EXPECT_NE(out.find("--reproduce needs the --manifest"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 2);
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-no-isolate";
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --no-isolate --report-dir " + dir.string(), &out), 2);
+  EXPECT_FALSE(fs::exists(dir)) << "a usage error leaves no report folder behind";
 }
 
 }  // namespace

@@ -102,11 +102,26 @@ TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
   EXPECT_NE(parseError({{"labels", {"cpu", 3}}}).find("field 'labels' must list non-empty strings"), std::string::npos);
   EXPECT_NE(parseError({{"catalog", {"nope.Tensor"}}}).find("unknown op 'nope.Tensor'"), std::string::npos);
   EXPECT_NE(parseError({{"dtypes", {"float8"}}}).find("no catalog dtype 'float8'"), std::string::npos);
-  EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "missing.py"}}}}).find("is not an existing file"),
+  EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "missing.py"}}}}).find("is not an existing regular file"),
             std::string::npos);
   EXPECT_NE(parseError({{"properties", {"P1"}}}).find("needs an installer"), std::string::npos);
   EXPECT_NE(parseError({{"properties", {"P9"}}}).find("names no property"), std::string::npos);
   EXPECT_NE(parseError({{"expect", {{"P5/tahn", "pass"}}}}).find("no catalog op 'tahn'"), std::string::npos);
+  // An expectation no result of the target can meet would pass silently.
+  EXPECT_NE(parseError({{"expect", {{"P1", "fail"}}}}).find("names P1, which this target does not run"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"catalog", {"tanh"}}, {"expect", {{"P5/add.Tensor", "fail"}}}}).find("leaves out"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"expect", {{"P5/tanh/int32", "fail"}}}}).find("names tanh in int32, which this target does not run"),
+            std::string::npos);
+  EXPECT_NE(parseError({{"dtypes", {"float32"}}, {"expect", {{"P5/tanh/float16", "fail"}}}}).find("does not run"),
+            std::string::npos);
+  EXPECT_EQ(parseError({{"expect", {{"P5/tanh/float16", "fail"}}}}), "");
+  EXPECT_NE(parseError({{"schema", "flagprop.matrix/1"}}).find("is a matrix"), std::string::npos);
+  EXPECT_NE(errorOf([] {
+              parseTarget({{"schema", "flagprop.target/1"}, {"name", "x"}, {"gates", nullptr}}, "m.json", "/");
+            }).find("field 'gates' must be a JSON object"),
+            std::string::npos);
   EXPECT_NE(parseError({{"op_cases", 0}}).find("op_cases' must be an integer"), std::string::npos);
   EXPECT_NE(parseError({{"device", "gpu"}}).find("must be cpu, cuda:N or flagos:N"), std::string::npos);
   EXPECT_EQ(parseError(json::object()), "");
@@ -119,7 +134,7 @@ TEST(Manifest, MissingInstallerPath) {
   const auto e = errorOf([&] {
     loadTarget(writeTemp("m.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": "nope/__init__.py"}})"));
   });
-  EXPECT_NE(e.find("field 'installer.path' 'nope/__init__.py' is not an existing file"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'installer.path' 'nope/__init__.py' is not an existing regular file"), std::string::npos) << e;
 }
 
 TEST(Manifest, MissingFlagGemsCheckout) {
@@ -244,7 +259,7 @@ TEST(Pins, FieldsThePinSuppliesMayNotBeGivenTwice) {
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 20u);
+  ASSERT_EQ(paths.size(), 21u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

@@ -315,3 +315,28 @@ TEST(OpTeeth, P5SaysSoWhenTheFastPathIsInactive) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+// P8: an installed fast path that takes none of the op's launches is caught;
+// one that takes them passes with the counts; without a fast path the counts
+// say how often the stock run was entered.
+TEST(OpTeeth, P8CatchesAFastPathThatIsNeverTaken) {
+  const auto o = test::runFixtureOp("ops-never-fast", "P8", "add.Tensor", "float32", 10);
+  ASSERT_EQ(o.status, "fail") << o.reason;
+  EXPECT_NE(o.reason.find("none of the op's 1 LibEntry launch(es) after warm-up took it"), std::string::npos) << o.reason;
+  EXPECT_EQ(o.observations.at("kernels").at("add_Tensor_kernel").at("run_stock"), 1);
+  EXPECT_EQ(test::runFixture("ops-never-fast", "P1", 20).status, "pass") << "P1 sees a properly installed patch";
+  const auto good = test::runFixtureOp("well-behaved", "P8", "add.Tensor", "float32", 10);
+  ASSERT_EQ(good.status, "pass") << good.reason;
+  EXPECT_GT(good.observations.at("hits").at("fast_runs").get<int>(), 0) << good.observations.dump();
+  EXPECT_EQ(good.observations.at("hits").at("fast_runs"), good.observations.at("hits").at("runs"));
+  const auto off = test::runFixtureOp("ops-fast-path-off", "P8", "tanh", "float32", 5);
+  ASSERT_EQ(off.status, "pass") << off.reason;
+  EXPECT_EQ(off.observations.at("hits").at("fast_runs"), 0);
+  EXPECT_GT(off.observations.at("hits").at("runs").get<int>(), 0);
+}
+
+}  // namespace
+}  // namespace flagprop

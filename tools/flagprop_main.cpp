@@ -47,9 +47,11 @@ options:
                       cases, 100, for P1-P4 and op_cases, 50, per op and dtype
                       for P5 / P6)
   --seed S            RapidCheck seed (default or 0: random; printed and reported)
-  --reproduce STR     replay a RapidCheck reproduce string from a report
+  --reproduce STR     replay a RapidCheck reproduce string from a report (give the
+                      --manifest of the run it came from)
   --timeout SEC       per-target process time limit (default 1800)
-  --no-isolate        run the (one) target in this process
+  --no-isolate        run the (one) target in this process (for debugging: code
+                      under test that ends the process ends the run, report unwritten)
   --unverified        run targets whose pinned files or versions do not match
                       (normally a target error); every result is marked unverified
 
@@ -99,6 +101,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!number(v, n)) return "--seed needs an integer from 0 to 2^64 - 1 (0 picks a random seed)";
     cli.target.run.seed = n;
   } else if (opt == "--reproduce") {
+    if (v.empty()) return "--reproduce needs a reproduce string (report.json's results[].reproduce)";
     try {
       const auto keys = reproduceKeys(v);
       if (cli.target.selection.properties.empty()) cli.target.selection.properties = keys;  // replay only what it holds
@@ -138,6 +141,8 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
   }
   if (cli.command == "run-target" && (cli.manifests.size() != 1 || cli.out.empty()))
     return "run-target needs exactly one --manifest and --out";
+  if (!cli.target.run.reproduce.empty() && cli.manifests.empty())
+    return "--reproduce needs the --manifest of the run the string came from (report.md prints the whole command)";
   return "";
 }
 
@@ -154,10 +159,10 @@ int runTargetCommand(const Cli& cli) {
         doc["results"].back()["reproducer_error"] = e.what();
       }
     }
-    writeText(outPath, doc.dump(2));
+    writeText(outPath, jsonText(doc));
   };
   const json doc = runTarget(cli.manifests[0], cli.junit, cli.target, sink);
-  writeText(outPath, doc.dump(2));
+  writeText(outPath, jsonText(doc));
   if (doc.value("status", "") != "ok") return 1;
   for (const auto& r : doc.at("results"))
     if (!resultExpected(doc, r)) return 1;
@@ -224,18 +229,18 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
 int runCommand(Cli cli, const std::string& self, const std::vector<std::string>& argv) {
   if (cli.target.run.seed == 0) cli.target.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   if (cli.manifests.empty()) cli.manifests.push_back(defaultManifest());
-  const std::string why = prepareReportDir(cli.reportDir);
-  if (!why.empty()) {
-    std::cerr << "flagprop: " << why << std::endl;
-    return 2;
-  }
-  const std::string dir = fs::absolute(cli.reportDir).string();
   json docs = json::array();
   const auto paths = targetPaths(cli.manifests, docs);
   if (!cli.isolate && paths.size() != 1) {
     std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << paths.size() << std::endl;
     return 2;
   }
+  const std::string why = prepareReportDir(cli.reportDir);
+  if (!why.empty()) {
+    std::cerr << "flagprop: " << why << std::endl;
+    return 2;
+  }
+  const std::string dir = fs::absolute(cli.reportDir).string();
   std::cout << "flagprop: " << paths.size() << " target(s), "
             << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)
                                                  : std::string("replaying a reproduce string"))
@@ -261,7 +266,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     docs.push_back(doc);
   }
   const json report = mergeReport(docs, runInfo(cli, self, argv, dir));
-  writeText(dir + "/report.json", report.dump(2));
+  writeText(dir + "/report.json", jsonText(report));
   writeText(dir + "/report.md", renderMarkdown(report));
   printSummary(report, std::cout);
   std::cout << "report: " << dir << "/report.json (and report.md, junit/, reproducers/)" << std::endl;
@@ -303,7 +308,16 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return args.empty() ? 2 : 0;
   }
-  if ((args[0] == "ops" || args[0] == "properties") && args.size() == 1) return listCommand(args[0]);
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  if (args[0] == "ops" || args[0] == "properties") {
+    if (args.size() == 1) return listCommand(args[0]);
+    std::cerr << "flagprop: " << args[0] << " takes no arguments\n";
+    return 2;
+  }
   Cli cli;
   const std::string why = parse(args, cli);
   if (!why.empty()) {

@@ -122,9 +122,11 @@ def grid3(grid):
 
 
 class JITFunction:
-    """Stand-in for ``triton.runtime.JITFunction``: parameters and signature."""
+    """Stand-in for ``triton.runtime.JITFunction``: parameters, signature and
+    the kernel's ``__name__``."""
 
-    def __init__(self, params, witness):
+    def __init__(self, params, witness, name="mock_kernel"):
+        self.__name__ = name
         self.params = params
         self.arg_names = [p.name for p in params]
         self._signature = None
@@ -189,9 +191,9 @@ class LibEntryBase:
 
     _model = None  # set on each built subclass
 
-    def __init__(self, params):
+    def __init__(self, params, name="mock_kernel"):
         m = self._model
-        self.jit_function = JITFunction(params, m.witness)
+        self.jit_function = JITFunction(params, m.witness, name)
         self.fn = self.jit_function
         self.arg_names = self.jit_function.arg_names
         self.divisibility = m.spec["divisibility"]
@@ -299,7 +301,8 @@ def _run_method(signature):
 
 def populate(module, spec, runtime_mod, descriptor_cls):
     """Fill the mock ``flag_gems.utils.libentry`` ``module`` for ``spec`` (a
-    full spec): ``LibEntry``, ``WITNESS``, ``make_entry()``, ``SPEC`` and, per
+    full spec): ``LibEntry``, ``WITNESS``, ``make_entry(name="mock_kernel")``
+    (a LibEntry of one kernel called ``name``), ``SPEC`` and, per
     ``spec["helper"]``, ``_descriptor_cache_key``."""
     witness = collections.Counter()
     model = Model(spec, witness, runtime_mod, descriptor_cls)
@@ -314,7 +317,7 @@ def populate(module, spec, runtime_mod, descriptor_cls):
     module.LibEntry = cls
     module.WITNESS = witness
     module.SPEC = spec
-    module.make_entry = lambda: cls(params)
+    module.make_entry = lambda name="mock_kernel": cls(params, name)
     if spec["helper"] == "present":
         def _descriptor_cache_key(arg):
             return model.helper(arg)

@@ -9,10 +9,11 @@ shrunk counterexample. ``describe`` turns a result into the lines a
 reproducer prints.
 
 Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
-``op`` (P5 and P6 together: one observation holds both properties' findings).
+``op`` (P5 and P6 together: one observation holds both properties' findings),
+``hits`` (P8).
 """
 
-from . import ops, session, verdicts
+from . import hits, ops, session, verdicts
 
 
 def _gates_open(target, gates):
@@ -68,6 +69,14 @@ def _op(target, case, judging):
             "evidence": findings}
 
 
+def _hits(target, case):
+    obs = hits.observe_hits(target, case, target["default_gates"])
+    v = verdicts.fast_path_hits(obs)
+    t = verdicts.hit_totals(obs["kernels"])
+    tag = obs["fast_path"] if obs["fast_path"] != "active" else ("fast" if t["fast"] else "stock only")
+    return {"pass": v["pass"], "reason": v["reason"], "tag": tag, "evidence": obs}
+
+
 def check(kind, target, case, judging=None):
     """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
     (the verdict), ``tag`` (the case's class, for the distribution of passing
@@ -86,6 +95,8 @@ def check(kind, target, case, judging=None):
         return _key(target, case)
     if kind == "op":
         return _op(target, case, judging)
+    if kind == "hits":
+        return _hits(target, case)
     raise ValueError("unknown check kind %r" % kind)
 
 
@@ -147,4 +158,8 @@ def describe(kind, result):
             for i, l in enumerate(ev["launches"])]
     if kind == "key":
         return ["fast key : %s" % ev["fast"], "stock key: %s" % ev["stock"]] + list(ev.get("memo_mismatches") or [])
+    if kind == "hits":
+        return ["fast path: %s" % ev["fast_path"]] + [
+            "kernel %s: run %d (stock %d), key %d (stock %d)" % (n, k["run"], k["run_stock"], k["key"], k["key_stock"])
+            for n, k in sorted(ev["kernels"].items())]
     return _describe_op(ev)

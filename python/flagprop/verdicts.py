@@ -613,6 +613,39 @@ def op_verdict(findings, prop):
     return {"pass": False, "reason": why}
 
 
+# --------------------------------------------------------------------------
+# P8 fast-path hits
+# --------------------------------------------------------------------------
+
+
+def hit_totals(kernels):
+    """{run, run_stock, fast} summed over the kernels of a P8 observation."""
+    run = sum(k["run"] for k in kernels.values())
+    stock = sum(k["run_stock"] for k in kernels.values())
+    return {"run": run, "run_stock": stock, "fast": max(run - stock, 0)}
+
+
+def fast_path_hits(obs):
+    """P8 on ``hits.observe_hits``: when the installer's fast path is in
+    place, the op's LibEntry launches after warm-up go through it (at least
+    one does not fall back to the stock run); a patch that is installed but
+    never taken fails. Without a fast path the counts say what the stock path
+    was entered. Returns ``{"pass", "reason"}``."""
+    t = hit_totals(obs["kernels"])
+    per_kernel = ", ".join("%s %d/%d" % (n, k["run"] - k["run_stock"], k["run"]) for n, k in sorted(obs["kernels"].items()))
+    if obs.get("error"):
+        return {"pass": True, "reason": "not counted: the op raised %s (P5 judges that)" % obs["error"]}
+    if obs["fast_path"] != "active":
+        return {"pass": True, "reason": "fast path %s: the stock run was entered %d time(s), the stock key %d time(s)"
+                % (obs["fast_path"], t["run_stock"], sum(k["key_stock"] for k in obs["kernels"].values()))}
+    if t["run"] == 0:
+        return {"pass": True, "reason": "the op launched nothing through LibEntry"}
+    if t["fast"] == 0:
+        return {"pass": False, "reason": "the fast path is installed but none of the op's %d LibEntry launch(es) after "
+                "warm-up took it: every one entered the stock run (fast / all by kernel: %s)" % (t["run"], per_kernel)}
+    return {"pass": True, "reason": "fast run %d of %d launch(es) (%s)" % (t["fast"], t["run"], per_kernel)}
+
+
 def gates_open(gates, gate_builds):
     """Whether ``gates`` ({accelerator, routes_to_flaggems}) open an installer
     scoped to the builds ``gate_builds``: the build is one of them and the

@@ -18,6 +18,7 @@
 #          and dtype (default 30), in $FLAGPROP_JOBS processes at once (default 6), each
 #          stopped after $FLAGPROP_TIMEOUT s (default 400)
 #   ops-torch-fl  P5 / P6 with the R5 installer active (helper libentry) and inactive (R5 libentry)
+#   hits   P8 for six ops with the R5 installer active and inactive, and its counts on the seed input
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
@@ -97,7 +98,7 @@ run_ops() {  # run_ops NAME MANIFEST...: every catalog op, in parallel groups
 for MODE in "$@"; do
   case $MODE in
     build) build || exit 1 ;;
-    test) (cd build-gpu && ctest -j8 2>&1 | grep -E "tests passed|Failed|\*\*\*|Skipped") ;;
+    test) (cd build-gpu && ctest -j8 -L cpu --timeout 300 2>&1 | grep -E "tests passed|Failed|\*\*\*") ;;
     pins)
       matrix/assemble_pins.sh || exit 1
       $FP run --manifest matrix/targets/h200.json --seed 5 --report-dir "$OUTDIR/pins" >"$OUTDIR/pins.log" 2>&1
@@ -106,6 +107,18 @@ for MODE in "$@"; do
       summary "$OUTDIR/pins"
       reproducers "$OUTDIR/pins" ;;
     ops) run_ops ops matrix/targets/h200-flaggems-ops.json ;;
+    hits)
+      matrix/assemble_pins.sh >/dev/null || exit 1
+      args=()
+      for op in where.self eq.Scalar masked_fill.Scalar add.Tensor sum.dim_IntList native_layer_norm; do args+=(--op "$op"); done
+      $FP run --seed 5 --cases "${FLAGPROP_CASES:-5}" --property P8 --dtype float32 "${args[@]}" \
+        --manifest matrix/targets/h200-flaggems-ops-torch-fl.json --manifest matrix/targets/h200-flaggems-ops-torch-fl-r5.json \
+        --report-dir "$OUTDIR/hits" >"$OUTDIR/hits.log" 2>&1
+      echo "== hits: exit $?"
+      grep -E "P8 fast-path hits" "$OUTDIR/hits.log"
+      for t in h200-flaggems-ops-torch-fl-helper-supplied h200-flaggems-ops-torch-fl-r5; do
+        $PY matrix/seed_hits.py "$FP" "$OUTDIR/hits/report.json" "$t" 2>&1 | grep -v Warning
+      done ;;
     ops-torch-fl)
       matrix/assemble_pins.sh || exit 1
       run_ops ops-torch-fl matrix/targets/h200-flaggems-ops-torch-fl.json matrix/targets/h200-flaggems-ops-torch-fl-r5.json ;;

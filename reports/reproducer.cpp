@@ -34,6 +34,7 @@ const Embedded kEmbedded[] = {
     {"flagprop.observe", false, "python/flagprop/observe.py"},
     {"flagprop.verdicts", false, "python/flagprop/verdicts.py"},
     {"flagprop.launch", false, "python/flagprop/launch.py"},
+    {"flagprop.real_launch", false, "python/flagprop/real_launch.py"},
     {"flagprop.session", false, "python/flagprop/session.py"},
     {"flagprop.ops", false, "python/flagprop/ops.py"},
     {"flagprop.hits", false, "python/flagprop/hits.py"},

@@ -229,10 +229,21 @@ from flagprop import launch
 class Strict(mocks.MockTensorDescriptor):
     def __init__(self, base, *a, **k):
         base.data_ptr()  # what Triton's __post_init__ effectively needs
-d = launch._materialize({"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]}, Strict)
+d = launch._bare_descriptor(Strict, {"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]})
 ok = isinstance(d, Strict) and d.shape == [4, 8] and d.block_shape == [2, 2]
 )", scope);
   EXPECT_TRUE(scope["ok"].cast<bool>());
+}
+
+// P3 and P4 on a real FlagGems launch flagprop's Triton kernel through its
+// LibEntry: on a CPU target they skip and say why.
+TEST(RealFlagGems, P3AndP4SkipWithTheReasonWithoutAGpu) {
+  TargetSession s(loadTarget(std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/cpu_real_flaggems.json"));
+  for (const char* p : {"P3", "P4"}) {
+    const PropertyOutcome o = runProperty(installerRun(s, *findProperty(p)), test::fixedSeed(5));
+    EXPECT_EQ(o.status, "skip") << p << ": " << o.reason;
+    EXPECT_NE(o.reason.find("they need a GPU target"), std::string::npos) << o.reason;
+  }
 }
 
 // The claims come from the installer source: what its function (and the

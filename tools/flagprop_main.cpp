@@ -30,6 +30,7 @@ usage:
   flagprop run-target --manifest M --out FILE [options]
                                    run one target in this process (used by run)
   flagprop ops                     list the catalog: op, dtypes, ATen schema
+  flagprop seed-case               print the published seed case (native_layer_norm) as a case
   flagprop properties              list the properties: id, title, when it holds
   flagprop --help
 
@@ -313,6 +314,11 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
+  if (args[0] == "seed-case" && args.size() == 1) {
+    const OpCase seed{"native_layer_norm", "float32", {layerNormSeedCall()}};
+    std::cout << toJson(seed).dump() << "\n";
+    return 0;
+  }
   if (args[0] == "ops" || args[0] == "properties") {
     if (args.size() == 1) return listCommand(args[0]);
     std::cerr << "flagprop: " << args[0] << " takes no arguments\n";

@@ -1,4 +1,5 @@
-"""Launch and key drivers for P3 (stock fallback) and P4 (key equivalence).
+"""Launch and key drivers for P3 (stock fallback) and P4 (key equivalence)
+on flagprop's mocks (``flagprop.real_launch`` drives a real FlagGems).
 
 Each driver runs the same work on two ``LibEntry`` objects built from one mock
 spec: *A* on the class the installer patched (registered in ``sys.modules``)
@@ -11,27 +12,29 @@ import flagprop_mocks as mocks
 import torch
 
 
-def _materialize(arg, desc_cls):
-    """Turn a generated argument description into a value.
-
-    Tensors arrive already built (by the C++ tensor bridge); descriptor-like
-    objects are described as dicts ``{"descriptor": "triton"|"duck", ...}``.
-    """
+def materialize(arg):
+    """Turn a generated argument (``value_from_json``'s output) into the value
+    a key sees: descriptor-like objects are described as dicts
+    ``{"descriptor": "triton"|"duck", ...}`` and built here, the rest is
+    passed through."""
     if isinstance(arg, dict) and "descriptor" in arg:
-        cls = desc_cls if arg["descriptor"] == "triton" else _DuckDescriptor
-        # Built without __init__ / __post_init__: Triton's class validates its
-        # base tensor, and a key only reads shape, strides, block_shape, padding.
-        obj = cls.__new__(cls)
-        for name, value in (("base", None), ("shape", list(arg["shape"])), ("strides", list(arg["strides"])),
-                            ("block_shape", list(arg["block_shape"])), ("padding", arg.get("padding", "zero"))):
-            object.__setattr__(obj, name, value)
-        return obj
+        cls = mocks.descriptor_class() if arg["descriptor"] == "triton" else _DuckDescriptor
+        return _bare_descriptor(cls, arg)
     return arg
+
+
+def _bare_descriptor(cls, arg):
+    # Built without __init__ / __post_init__: Triton's class validates its
+    # base tensor, and a key only reads shape, strides, block_shape, padding.
+    obj = cls.__new__(cls)
+    for name, value in (("base", None), ("shape", list(arg["shape"])), ("strides", list(arg["strides"])),
+                        ("block_shape", list(arg["block_shape"])), ("padding", arg.get("padding", "zero"))):
+        object.__setattr__(obj, name, value)
+    return obj
 
 
 # Descriptor-like object of another class that happens to share the name.
 _DuckDescriptor = type("TensorDescriptor", (), {"__init__": mocks.MockTensorDescriptor.__init__})
-
 
 
 def _outcome(fn, *args, **kwargs):
@@ -48,19 +51,23 @@ def _same(x, y):
         return x == y
 
 
-def compare_memos(before, b_mods, values):
-    """The installer's helper and memos against the originals, on ``values``.
+def stock_functions_from(before):
+    """The stock descriptor helper, ``torch.broadcast_shapes`` and
+    ``type_promotion`` from a component snapshot taken before the install."""
+    return {c: before.get(c) for c in ("descriptor_helper", "broadcast_memo", "type_promotion_memo")}
 
-    ``before`` is the component snapshot taken before the install; ``b_mods``
-    a never-patched copy of the mocks. Each check calls the patched function
-    several times with different arguments, so a memo that ignores its
-    arguments shows. Returns a list of mismatch descriptions (empty = equal).
-    """
+
+def compare_memos(values, stock):
+    """The installer's helper and memos (what the modules hold now) against
+    the stock functions ``stock`` ({descriptor_helper, broadcast_memo,
+    type_promotion_memo}, each callable or None), on ``values``. Each check
+    calls the installed function several times with different arguments, so
+    a memo that ignores its arguments shows. Returns a list of mismatch
+    descriptions (empty = equal)."""
     bad = []
     le = sys.modules["flag_gems.utils.libentry"]
-    helper = le.__dict__.get("_descriptor_cache_key")
-    stock_helper = b_mods["flag_gems.utils.libentry"].__dict__.get("_descriptor_cache_key")
-    if helper is not None and stock_helper is not None:
+    helper, stock_helper = le.__dict__.get("_descriptor_cache_key"), stock.get("descriptor_helper")
+    if callable(helper) and callable(stock_helper) and helper is not stock_helper:
         for v in values:
             got, want = _outcome(helper, v), _outcome(stock_helper, v)
             if not _same(got, want):
@@ -69,7 +76,7 @@ def compare_memos(before, b_mods, values):
     shapes = [tuple(v.shape) for v in values if isinstance(v, torch.Tensor)]
     combos = [((1,), (3,)), ((2, 1), (1, 4)), ((5,), (5,)), ((3,), (4,))]
     combos += [(s,) for s in shapes[:3]] + [((1,), s) for s in shapes[:3]]
-    original_bs = before.get("broadcast_memo")
+    original_bs = stock.get("broadcast_memo")
     if callable(original_bs) and torch.broadcast_shapes is not original_bs:
         for shp in combos + combos[:2]:
             got, want = _outcome(torch.broadcast_shapes, *shp), _outcome(original_bs, *shp)
@@ -77,8 +84,8 @@ def compare_memos(before, b_mods, values):
                 bad.append("torch.broadcast_shapes%r = %r, original %r" % (shp, got, want))
                 break
     pw = sys.modules.get("flag_gems.utils.pointwise_dynamic")
-    stock_pw = b_mods["flag_gems.utils.pointwise_dynamic"]
-    if pw is not None:
+    stock_promotion = stock.get("type_promotion_memo")
+    if pw is not None and callable(stock_promotion) and pw.__dict__.get("type_promotion") is not stock_promotion:
         # Generated arguments, then scalars that are equal and hash alike in
         # Python but promote differently (1, 1.0, True; 0, 0.0, False).
         groups = [values[i:i + 2] for i in range(0, len(values), 2)] + [[1.5], [7], []]
@@ -86,7 +93,7 @@ def compare_memos(before, b_mods, values):
         for kind in ("DEFAULT", "INT_TO_FLOAT"):
             for grp in groups:
                 got = _outcome(pw.type_promotion, *grp, type_promotion=kind)
-                want = _outcome(stock_pw.type_promotion, *grp, type_promotion=kind)
+                want = _outcome(stock_promotion, *grp, type_promotion=kind)
                 if got != want:
                     bad.append("type_promotion(%r, %s) = %r, stock %r" % (grp, kind, got, want))
                     break
@@ -96,40 +103,46 @@ def compare_memos(before, b_mods, values):
 _WARMUP = ([7], [2**40], ["warm-up"])
 
 
-def compare_keys(spec, spec_args, dns_args, const_args, before=None):
-    """Patched ``LibEntry.key`` against a never-patched stock key, after one
-    warm-up key on the same entries (so a key that remembers its first answer
-    shows), plus the descriptor helper and the memos (``compare_memos``).
+def key_comparison(fast_key, stock_key, s, d, c, stock):
+    """``fast_key(s, d, c)`` against ``stock_key(s, d, c)`` after one warm-up
+    key on each (so a key that remembers its first answer shows), plus the
+    helper and memos against ``stock`` (``compare_memos``). Returns
+    ``{"fast": repr, "stock": repr, "equal": bool, "raised": str,
+    "memo_mismatches": [str]}``."""
+    raised = ""
+    try:
+        fast_key(*[list(x) for x in _WARMUP])
+        stock_key(*[list(x) for x in _WARMUP])
+    except Exception as e:
+        raised = "warm-up key raised %s: %s" % (type(e).__name__, e)
+    try:
+        fast = fast_key(list(s), list(d), list(c))
+    except Exception as e:
+        fast, raised = None, "fast key raised %s: %s" % (type(e).__name__, e)
+    try:
+        want = stock_key(list(s), list(d), list(c))
+    except Exception as e:
+        want, raised = None, raised or "stock key raised %s: %s" % (type(e).__name__, e)
+    equal = (not raised) and _same(fast, want)
+    return {"fast": repr(fast), "stock": repr(want), "equal": bool(equal), "raised": raised,
+            "memo_mismatches": compare_memos(s + d + c, stock)}
 
-    Returns ``{"fast": repr, "stock": repr, "equal": bool, "raised": str,
-    "memo_mismatches": [str]}``.
-    """
-    desc_cls = mocks.descriptor_class()
-    s = [_materialize(a, desc_cls) for a in spec_args]
-    d = [_materialize(a, desc_cls) for a in dns_args]
-    c = [_materialize(a, desc_cls) for a in const_args]
+
+def compare_keys(spec, spec_args, dns_args, const_args, before):
+    """P4 on the mocks: the patched ``LibEntry.key`` of the registered mocks
+    against the key of a fresh, never-patched copy of them (``spec``), and
+    the installed helper and memos against that copy's (the
+    ``broadcast_shapes`` original from ``before``, the snapshot taken before
+    the install). See ``key_comparison``."""
+    s, d, c = ([materialize(a) for a in args] for args in (spec_args, dns_args, const_args))
     le = sys.modules["flag_gems.utils.libentry"]
     a_entry = le.make_entry()
     b_mods = mocks.build(spec)
     b_entry = b_mods["flag_gems.utils.libentry"].make_entry()
-    raised = ""
-    try:
-        a_entry.key(*[list(x) for x in _WARMUP])
-        b_entry.key(*[list(x) for x in _WARMUP])
-    except Exception as e:
-        raised = "warm-up key raised %s: %s" % (type(e).__name__, e)
-    try:
-        fast = a_entry.key(list(s), list(d), list(c))
-    except Exception as e:
-        fast, raised = None, "fast key raised %s: %s" % (type(e).__name__, e)
-    try:
-        stock = b_entry.key(list(s), list(d), list(c))
-    except Exception as e:
-        stock, raised = None, raised or "stock key raised %s: %s" % (type(e).__name__, e)
-    equal = (not raised) and _same(fast, stock)
-    memo = compare_memos(before or {}, b_mods, s + d + c) if before is not None else []
-    return {"fast": repr(fast), "stock": repr(stock), "equal": bool(equal), "raised": raised,
-            "memo_mismatches": memo}
+    stock = {"descriptor_helper": b_mods["flag_gems.utils.libentry"].__dict__.get("_descriptor_cache_key"),
+             "broadcast_memo": before.get("broadcast_memo"),
+             "type_promotion_memo": b_mods["flag_gems.utils.pointwise_dynamic"].type_promotion}
+    return key_comparison(a_entry.key, b_entry.key, s, d, c, stock)
 
 
 def _cache(entry, runtime):

@@ -13,7 +13,7 @@ import sys
 
 import flagprop_mocks as mocks
 
-from . import launch, loader, observe, verdicts
+from . import launch, loader, observe, real_launch, verdicts
 
 
 def supplied_descriptor_cache_key(arg):
@@ -118,26 +118,50 @@ def install_observed(target, gates, before):
     return call, verdicts.fast_path_installed(observe.components_after(before))
 
 
-_MOCK_ONLY = {"note": "P3 and P4 drive flagprop's mock LibEntry kernels; they run on targets whose flag_gems kind is 'mock'"}
-
-
-def _install_once(target, spec, gates):
-    """Install once for P3 / P4; returns (call, before, active)."""
+def _install_once(target, spec, gates, count_stock_runs=False):
+    """Install once for P3 / P4; returns (call, before, active, stock_calls):
+    with ``count_stock_runs`` (a real FlagGems), a counting shim replaces the
+    stock ``LibEntry.run`` first, so that the fast run's fallbacks are
+    witnessed; ``stock_calls()`` reads the count and ``before["run"]`` stays
+    the true stock run."""
     prepare_flag_gems(target, spec)
     before = observe.snapshot()
+    count = [0]
+    if count_stock_runs:
+        cls = sys.modules["flag_gems.utils.libentry"].LibEntry
+        stock = cls.__dict__["run"]
+
+        def counted_stock_run(self, *args, **kwargs):
+            count[0] += 1
+            return stock(self, *args, **kwargs)
+
+        cls.run = counted_stock_run
+        true_before, before = before, observe.snapshot()
+        before["true_run"] = true_before["run"]
     call, active = install_observed(target, gates, before)
-    return call, before, active
+    return call, before, active, lambda: count[0]
+
+
+def _real_unavailable(target):
+    why = real_launch.available(target["device"]) if target["flag_gems"]["kind"] != "mock" else ""
+    return {"active": False, "call": {"note": why}} if why else None
 
 
 def key_case(target, spec, gates, spec_args, dns_args, const_args):
-    """Install, then compare the patched key, helper and memos with stock (P4).
-    The argument lists hold values (``launch.value_from_json``)."""
-    if target["flag_gems"]["kind"] != "mock":
-        return {"active": False, "call": _MOCK_ONLY}
-    call, before, active = _install_once(target, spec, gates)
+    """Install, then compare the patched key, helper and memos with stock (P4):
+    on the mocks against a never-patched copy, on a real FlagGems against the
+    functions the installer replaced. The argument lists hold values
+    (``launch.value_from_json``)."""
+    unavailable = _real_unavailable(target)
+    if unavailable:
+        return unavailable
+    call, before, active, _stock_calls = _install_once(target, spec, gates)
     if not active:
         return {"active": False, "call": call}
-    res = launch.compare_keys(spec, spec_args, dns_args, const_args, before)
+    if target["flag_gems"]["kind"] == "mock":
+        res = launch.compare_keys(spec, spec_args, dns_args, const_args, before)
+    else:
+        res = real_launch.compare_keys(spec_args, dns_args, const_args, before)
     res["active"] = True
     return res
 
@@ -149,19 +173,29 @@ def key_case_json(target, gates, case):
 
 
 def launch_case(target, spec, gates, launches_a, launches_b):
-    """Install, then run the launch sequence on patched and stock entries (P3)."""
-    if target["flag_gems"]["kind"] != "mock":
-        return {"active": False, "call": _MOCK_ONLY}
-    call, _before, active = _install_once(target, spec, gates)
+    """Install, then run the launch sequence on patched and stock mock
+    entries (P3)."""
+    call, _before, active, _stock_calls = _install_once(target, spec, gates)
     if not active:
         return {"active": False, "call": call}
     return {"active": True, "launches": launch.run_launches(spec, launches_a, launches_b)}
 
 
 def launch_case_json(target, gates, case):
-    """``launch_case`` for a P3 case in its JSON form (``toJson(LaunchCase)``):
-    both launch lists come from the one builder, each with its own tensors."""
-    return launch_case(target, case["mock"], gates, launch.build_launches(case), launch.build_launches(case))
+    """P3 for a case in its JSON form (``toJson(LaunchCase)``): on the mocks
+    both launch lists come from the one builder, each with its own tensors;
+    on a real FlagGems flagprop's Triton kernel is launched through real
+    LibEntry objects (``real_launch.run_launches``)."""
+    if target["flag_gems"]["kind"] == "mock":
+        return launch_case(target, case["mock"], gates, launch.build_launches(case), launch.build_launches(case))
+    unavailable = _real_unavailable(target)
+    if unavailable:
+        return unavailable
+    call, before, active, stock_calls = _install_once(target, case["mock"], gates, count_stock_runs=True)
+    if not active:
+        return {"active": False, "call": call}
+    return {"active": True,
+            "launches": real_launch.run_launches(case, before["true_run"], stock_calls, target["device"])}
 
 
 def versions():

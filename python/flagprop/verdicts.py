@@ -228,8 +228,9 @@ def stock_fallback(case, obs):
     miss) enters the stock ``run`` (witnessed). Returns ``{"pass", "reason"}``
     and ``launch`` (the index of the first bad launch)."""
     mock = case["mock"]
-    entry_needs_stock = bool(mock.get("wrappers")) or bool(mock.get("flagtune_tuner"))
+    case_needs_stock = bool(mock.get("wrappers")) or bool(mock.get("flagtune_tuner"))
     for i, l in enumerate(obs["launches"]):
+        entry_needs_stock = l.get("entry_needs_stock", case_needs_stock)  # a real FlagGems says which kernel it built
         at = "launch %d (%s)" % (i, l["kind"])
         ra, rb = l["raised_a"], l["raised_b"]
 

@@ -12,40 +12,43 @@ import torch
 
 from . import launch
 
+try:  # a GPU host's Triton; on a CPU host these checks skip (``available``)
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = tl = None
+
 _KERNELS = {}
+
+if triton is not None and not getattr(triton, "_flagprop_mock", False) and hasattr(triton, "jit"):
+
+    @triton.jit
+    def flagprop_axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+        """flagprop's kernel: out = x * alpha + y over n elements."""
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+        y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+        tl.store(out_ptr + offs, x * alpha + y, mask=mask)
+
+    _KERNELS["jit"] = flagprop_axpy
+    _KERNELS["autotuner"] = triton.autotune(
+        configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})], key=["n"])(flagprop_axpy)
+    _KERNELS["heuristics"] = triton.heuristics({"BLOCK": lambda args: 128 if args["n"] >= 128 else 32})(flagprop_axpy)
 
 
 def available(device):
     """'' when real launches can run on ``device``, else why not."""
     if torch.device(device).type == "cpu":
         return "P3 and P4 on a real FlagGems launch flagprop's Triton kernel: they need a GPU target"
-    try:
-        import triton  # noqa: F401
-    except ImportError:
+    if not _KERNELS:
         return "P3 and P4 on a real FlagGems need Triton"
     return ""
 
 
 def _kernels():
-    """flagprop's kernel ``out = x * alpha + y`` as a Triton JIT function, and
-    wrapped by ``triton.autotune`` and ``triton.heuristics`` (built once)."""
-    if not _KERNELS:
-        import triton
-        import triton.language as tl
-
-        @triton.jit
-        def flagprop_axpy(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
-            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-            mask = offs < n
-            x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-            y = tl.load(y_ptr + offs, mask=mask, other=0.0)
-            tl.store(out_ptr + offs, x * alpha + y, mask=mask)
-
-        _KERNELS["jit"] = flagprop_axpy
-        _KERNELS["autotuner"] = triton.autotune(
-            configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 128})], key=["n"])(flagprop_axpy)
-        _KERNELS["heuristics"] = triton.heuristics({"BLOCK": lambda args: 128 if args["n"] >= 128 else 32})(
-            flagprop_axpy)
+    """flagprop's kernel as a Triton JIT function, and wrapped by
+    ``triton.autotune`` and ``triton.heuristics``."""
     return _KERNELS
 
 

@@ -132,7 +132,8 @@ struct HitTotals {
   }
 };
 
-PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+// What every op run of `def` on `entry` in `dtype` holds.
+PropertyRun baseRun(const TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                     const rc::Gen<Case>& cases) {
   PropertyRun run;
   run.id = def.id;
@@ -140,8 +141,15 @@ PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& ent
   run.op = entry.name;
   run.dtype = dtype;
   run.checkKind = def.checkKind;
+  run.judging = entry.judging;
   run.cases = s.target().opCases;
   run.generator = cases;
+  return run;
+}
+
+PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                    const rc::Gen<Case>& cases) {
+  PropertyRun run = baseRun(s, def, entry, dtype, cases);
   auto totals = std::make_shared<HitTotals>();
   TargetSession* sp = &s;
   run.judge = [sp, totals](const Case& c) {
@@ -166,15 +174,7 @@ PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& ent
 
 PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                   const rc::Gen<Case>& cases, std::shared_ptr<OpRunState> state) {
-  PropertyRun run;
-  run.id = def.id;
-  run.title = def.title;
-  run.op = entry.name;
-  run.dtype = dtype;
-  run.checkKind = def.checkKind;
-  run.judging = entry.judging;
-  run.cases = s.target().opCases;
-  run.generator = cases;
+  PropertyRun run = baseRun(s, def, entry, dtype, cases);
   auto stats = std::make_shared<OpStats>();
   const std::string key = def.id + "/" + entry.name + "/" + dtype;
   TargetSession* sp = &s;

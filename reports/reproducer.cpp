@@ -38,6 +38,7 @@ const Embedded kEmbedded[] = {
     {"flagprop.session", false, "python/flagprop/session.py"},
     {"flagprop.ops", false, "python/flagprop/ops.py"},
     {"flagprop.hits", false, "python/flagprop/hits.py"},
+    {"flagprop.streams", false, "python/flagprop/streams.py"},
     {"flagprop.checks", false, "python/flagprop/checks.py"},
 };
 

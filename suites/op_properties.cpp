@@ -147,19 +147,31 @@ PropertyRun baseRun(const TargetSession& s, const PropertyDef& def, const OpEntr
   return run;
 }
 
+// An op run judged case by case by its property's check kind (P7); a lost
+// device stops it as it stops P5 / P6.
+PropertyRun checkedRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                       const rc::Gen<Case>& cases) {
+  PropertyRun run = baseRun(s, def, entry, dtype, cases);
+  TargetSession* sp = &s;
+  const std::string kind = def.checkKind;
+  const json judging = entry.judging;
+  run.judge = [sp, kind, judging](const Case& c) { return sp->check(kind, c.value, judging); };
+  run.precondition = [sp, run]() -> std::optional<PropertyOutcome> {
+    if (sp->deviceLost.empty()) return std::nullopt;
+    return outcomeFor(run, "error", "not run: " + sp->deviceLost);
+  };
+  return run;
+}
+
 PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                     const rc::Gen<Case>& cases) {
-  PropertyRun run = baseRun(s, def, entry, dtype, cases);
+  PropertyRun run = checkedRun(s, def, entry, dtype, cases);
   auto totals = std::make_shared<HitTotals>();
   TargetSession* sp = &s;
   run.judge = [sp, totals](const Case& c) {
     json r = sp->check("hits", c.value);
     totals->add(r);
     return r;
-  };
-  run.precondition = [sp, run]() -> std::optional<PropertyOutcome> {
-    if (sp->deviceLost.empty()) return std::nullopt;
-    return outcomeFor(run, "error", "not run: " + sp->deviceLost);
   };
   run.finish = [totals](PropertyOutcome& o) {
     int all = 0, stock = 0;
@@ -214,8 +226,9 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
       });
       auto state = std::make_shared<OpRunState>();
       for (const auto* d : wanted)
-        runs.push_back(d->checkKind == "hits" ? hitsRun(session, *d, entry, dtype, cases)
-                                              : opRun(session, *d, entry, dtype, cases, state));
+        runs.push_back(d->checkKind == "op" ? opRun(session, *d, entry, dtype, cases, state)
+                                            : d->checkKind == "hits" ? hitsRun(session, *d, entry, dtype, cases)
+                                                                     : checkedRun(session, *d, entry, dtype, cases));
       if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
     }
   }

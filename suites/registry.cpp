@@ -21,6 +21,9 @@ const std::vector<PropertyDef>& properties() {
        "the device result matches CPU ATen within tolerance; patched equals unpatched bitwise"},
       {"P6", "aliasing and metadata", "op", S::Op,
        "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
+      {"P7", "stream semantics", "streams", S::Op,
+       "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
+       false},
       {"P8", "fast-path hits", "hits", S::Op,
        "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", false},
   };

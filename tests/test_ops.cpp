@@ -340,3 +340,23 @@ TEST(OpTeeth, P8CatchesAFastPathThatIsNeverTaken) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+// P7 on the mock stream model: a fast path that keeps launching a cached
+// kernel on the stream of its first launch is caught; the well-behaved one
+// follows every switch.
+TEST(OpTeeth, P7CatchesAStaleStream) {
+  const auto o = test::runFixtureOp("ops-stale-stream", "P7", "add.Tensor", "float32", 10);
+  ASSERT_EQ(o.status, "fail") << o.reason;
+  EXPECT_NE(o.reason.find("launched on the old one (a stale stream)"), std::string::npos) << o.reason;
+  EXPECT_FALSE(o.observations.at("switch_follows_the_stream").get<bool>());
+  EXPECT_TRUE(o.observations.at("ordered_after_earlier_work").get<bool>());
+  const auto good = test::runFixtureOp("well-behaved", "P7", "add.Tensor", "float32", 10);
+  EXPECT_EQ(good.status, "pass") << good.reason;
+  EXPECT_EQ(test::runFixtureOp("well-behaved", "P7", "native_layer_norm", "float16", 5).status, "pass");
+}
+
+}  // namespace
+}  // namespace flagprop

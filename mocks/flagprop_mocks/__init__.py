@@ -12,6 +12,7 @@ This is flagprop's own code, a small model of the contract written from the
 public facts in docs/design.md; no FlagGems code is copied.
 """
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import sys
@@ -128,16 +129,54 @@ def type_promotion(*args, type_promotion):
     return (result,)
 
 
+class MockStream:
+    """A stream of the mock device: only an id (0 is the default stream).
+    Mock kernels run at once on the CPU; what the stream model records is
+    which stream each launch was issued to."""
+
+    _next = [1]
+
+    def __init__(self, stream_id=None):
+        if stream_id is None:
+            stream_id, MockStream._next[0] = MockStream._next[0], MockStream._next[0] + 1
+        self.id = stream_id
+
+    def __repr__(self):
+        return "MockStream(%d)" % self.id
+
+
+class _DeviceFn:
+    """The mock ``flag_gems.runtime.torch_device_fn``: the current device,
+    and a stream model (``Stream()``, ``current_stream()``, ``stream(s)``
+    to make ``s`` current within a ``with`` block)."""
+
+    def __init__(self, on_cpu):
+        self._on_cpu = on_cpu
+        self.default_stream = MockStream(0)
+        self._current = [self.default_stream]
+
+    def current_device(self):
+        return "cpu" if self._on_cpu else 0
+
+    Stream = MockStream
+
+    def current_stream(self):
+        return self._current[-1]
+
+    @contextlib.contextmanager
+    def stream(self, s):
+        self._current.append(s)
+        try:
+            yield s
+        finally:
+            self._current.pop()
+
+
 def _runtime_module(spec):
     runtime = _new_module("flag_gems.runtime", package=True)
     on_cpu = spec["cache"] == "cpu"
     runtime.device = types.SimpleNamespace(vendor_name=spec["vendor"], name="cpu" if on_cpu else "cuda")
-
-    class _DeviceFn:
-        def current_device(self):
-            return "cpu" if on_cpu else 0
-
-    runtime.torch_device_fn = _DeviceFn()
+    runtime.torch_device_fn = _DeviceFn(on_cpu)
     return runtime
 
 

@@ -87,13 +87,26 @@ class MockKernel:
     counts a ``mismatch`` witness.
     """
 
-    def __init__(self, witness):
+    def __init__(self, witness, name="mock_kernel", device_fn=None, log=None):
         self._witness = witness
+        self._name = name
+        self._device_fn = device_fn
+        self._log = log if log is not None else []
         self.launches = []  # (grid, number of arguments) per launch
         self.signature = None  # set by the first launch (the compile launch)
 
     def __getitem__(self, grid):
-        return lambda *args: self._launch(tuple(grid), args)
+        """A launcher on the stream current at launch time."""
+        return lambda *args: self.launch(tuple(grid), None, *args)
+
+    def launch(self, grid, stream, *args):
+        """Launch on ``stream`` (None: the current stream), as a compiled
+        kernel's ``run`` takes its stream; every launch is logged in the
+        libentry module's ``LAUNCH_LOG`` as (kernel name, stream id)."""
+        if stream is None and self._device_fn is not None:
+            stream = self._device_fn.current_stream()
+        self._log.append((self._name, getattr(stream, "id", 0)))
+        return self._launch(tuple(grid), args)
 
     def _launch(self, grid, args):
         self._witness["launch"] += 1
@@ -125,8 +138,10 @@ class JITFunction:
     """Stand-in for ``triton.runtime.JITFunction``: parameters, signature and
     the kernel's ``__name__``."""
 
-    def __init__(self, params, witness, name="mock_kernel"):
+    def __init__(self, params, witness, name="mock_kernel", device_fn=None, log=None):
         self.__name__ = name
+        self._device_fn = device_fn
+        self._log = log
         self.params = params
         self.arg_names = [p.name for p in params]
         self._signature = None
@@ -143,7 +158,7 @@ class JITFunction:
     def run(self, *args, **kwargs):
         """Compile (counted) and launch once, as a JIT's first call does."""
         self._witness["compile"] += 1
-        kernel = MockKernel(self._witness)
+        kernel = MockKernel(self._witness, self.__name__, self._device_fn, self._log)
         full = bind_all(self.params, args, kwargs)
         grid = kwargs.get("grid", (1,))
         if callable(grid):
@@ -167,6 +182,7 @@ class Model:
         self.witness = witness
         self.runtime = runtime_mod
         self.descriptor_cls = descriptor_cls
+        self.launch_log = []
 
     def helper(self, arg):
         """The stock ``_descriptor_cache_key`` (``helper: present``)."""
@@ -193,7 +209,7 @@ class LibEntryBase:
 
     def __init__(self, params, name="mock_kernel"):
         m = self._model
-        self.jit_function = JITFunction(params, m.witness, name)
+        self.jit_function = JITFunction(params, m.witness, name, m.runtime.torch_device_fn, m.launch_log)
         self.fn = self.jit_function
         self.arg_names = self.jit_function.arg_names
         self.divisibility = m.spec["divisibility"]
@@ -301,7 +317,8 @@ def _run_method(signature):
 
 def populate(module, spec, runtime_mod, descriptor_cls):
     """Fill the mock ``flag_gems.utils.libentry`` ``module`` for ``spec`` (a
-    full spec): ``LibEntry``, ``WITNESS``, ``make_entry(name="mock_kernel")``
+    full spec): ``LibEntry``, ``WITNESS``, ``LAUNCH_LOG`` ((kernel, stream id)
+    per kernel launch), ``make_entry(name="mock_kernel")``
     (a LibEntry of one kernel called ``name``), ``SPEC`` and, per
     ``spec["helper"]``, ``_descriptor_cache_key``."""
     witness = collections.Counter()
@@ -316,6 +333,7 @@ def populate(module, spec, runtime_mod, descriptor_cls):
     params = params_from_spec(spec["params"])
     module.LibEntry = cls
     module.WITNESS = witness
+    module.LAUNCH_LOG = model.launch_log
     module.SPEC = spec
     module.make_entry = lambda name="mock_kernel": cls(params, name)
     if spec["helper"] == "present":

@@ -10,10 +10,10 @@ reproducer prints.
 
 Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
 ``op`` (P5 and P6 together: one observation holds both properties' findings),
-``hits`` (P8).
+``streams`` (P7), ``hits`` (P8).
 """
 
-from . import hits, ops, session, verdicts
+from . import hits, ops, session, streams, verdicts
 
 
 def _gates_open(target, gates):
@@ -77,6 +77,14 @@ def _hits(target, case):
     return {"pass": v["pass"], "reason": v["reason"], "tag": tag, "evidence": obs}
 
 
+def _streams(target, case, judging):
+    obs = streams.observe_streams(target, case, target["default_gates"], judging)
+    if "skipped" in obs:
+        return {"inactive": obs["skipped"], "evidence": obs}
+    v = verdicts.stream_semantics(obs)
+    return {"pass": v["pass"], "reason": v["reason"], "tag": obs["fast_path"], "evidence": obs}
+
+
 def check(kind, target, case, judging=None):
     """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
     (the verdict), ``tag`` (the case's class, for the distribution of passing
@@ -97,6 +105,8 @@ def check(kind, target, case, judging=None):
         return _op(target, case, judging)
     if kind == "hits":
         return _hits(target, case)
+    if kind == "streams":
+        return _streams(target, case, judging)
     raise ValueError("unknown check kind %r" % kind)
 
 
@@ -158,6 +168,8 @@ def describe(kind, result):
             for i, l in enumerate(ev["launches"])]
     if kind == "key":
         return ["fast key : %s" % ev["fast"], "stock key: %s" % ev["stock"]] + list(ev.get("memo_mismatches") or [])
+    if kind == "streams":
+        return ["%s: %s" % (f, ev.get(f)) for f in streams.FACTS] + ["launches: %s" % ev.get("launches")]
     if kind == "hits":
         return ["fast path: %s" % ev["fast_path"]] + [
             "kernel %s: run %d (stock %d), key %d (stock %d)" % (n, k["run"], k["run_stock"], k["key"], k["key_stock"])

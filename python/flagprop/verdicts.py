@@ -647,6 +647,33 @@ def fast_path_hits(obs):
     return {"pass": True, "reason": "fast run %d of %d launch(es) (%s)" % (t["fast"], t["run"], per_kernel)}
 
 
+# --------------------------------------------------------------------------
+# P7 stream semantics
+# --------------------------------------------------------------------------
+
+_STREAM_FACTS = {
+    "ordered_after_earlier_work": "the op's work was not ordered after earlier work on the current stream",
+    "correct_after_syncing_the_stream": "the op's results were not ready after synchronising the current stream alone",
+    "default_stream_untouched": "the op used the default stream although another stream was current",
+    "switch_follows_the_stream": "after a switch of the current stream, the cached kernel was launched on the old one "
+                                 "(a stale stream)",
+}
+
+
+def stream_semantics(obs):
+    """P7 on ``streams.observe_streams``: under a non-default current stream
+    the op's work is ordered after earlier work on that stream, its results
+    are there after synchronising that stream alone, the default stream is
+    not used, and a launch of the same cached kernel after a switch goes to
+    the new stream. Returns ``{"pass", "reason"}``."""
+    if obs.get("error"):
+        return {"pass": True, "reason": "not judged: the op raised %s (P5 judges that)" % obs["error"]}
+    bad = [why for fact, why in _STREAM_FACTS.items() if not obs.get(fact, True)]
+    if bad:
+        return {"pass": False, "reason": "; ".join(bad) + " (%s, fast path %s)" % (obs.get("model"), obs["fast_path"])}
+    return {"pass": True, "reason": "the op followed the current stream (%s)" % obs.get("model")}
+
+
 def gates_open(gates, gate_builds):
     """Whether ``gates`` ({accelerator, routes_to_flaggems}) open an installer
     scoped to the builds ``gate_builds``: the build is one of them and the

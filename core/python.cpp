@@ -31,7 +31,8 @@ std::string envOr(const char* name, const std::string& fallback) {
 // modules a case adds under a watched root, and a module imported twice
 // would keep two states (the compile counter, the descriptor class).
 const char* kModules[] = {"flagprop_mocks", "flagprop.loader", "flagprop.observe", "flagprop.verdicts",
-                          "flagprop.launch", "flagprop.real_launch", "flagprop.session", "flagprop.ops", "flagprop.hits", "flagprop.streams", "flagprop.checks"};
+                          "flagprop.launch", "flagprop.real_launch", "flagprop.session", "flagprop.ops", "flagprop.hits", "flagprop.streams", "flagprop.timing", "flagprop.plots",
+                          "flagprop.checks"};
 }  // namespace
 
 std::vector<std::string> pythonFolders() {

@@ -105,6 +105,12 @@ std::vector<const PropertyDef*> opColumns(const json& t) {
 // What a P5 run says of the fast path: the classes of the cases that held,
 // or the failing case's own; for P8 the hit counts.
 std::string fastPathCell(const std::string& id, const json& o) {
+  if (id == "P9" && o.contains("timing") && o.at("timing").contains("summary") &&
+      o.at("timing").at("summary").value("host", json()).is_object()) {
+    const json& h = o.at("timing").at("summary").at("host");
+    return "host B/A " + fixed(h.value("ratio_b_over_a", 0.0), 3) + " [" + fixed(h.at("ratio_ci95").at(0).get<double>(), 3) +
+           ", " + fixed(h.at("ratio_ci95").at(1).get<double>(), 3) + "]";
+  }
   if (id == "P8" && o.contains("hits"))
     return o.at("hits").value("fast_runs", 0) == 0 && o.at("hits").value("runs", 0) == 0
                ? "no LibEntry launches"
@@ -117,6 +123,20 @@ std::string fastPathCell(const std::string& id, const json& o) {
   else if (o.contains("fast_path"))
     cell = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
   return cell;
+}
+
+// P9's measurements: one line each, with its plot.
+void timingSection(std::ostringstream& md, const json& t) {
+  bool any = false;
+  for (const auto& r : t.at("results")) {
+    if (r.value("property", "") != "P9") continue;
+    if (!any) md << "P9 A/B timing (A: patch on, B: patch off; µs per call):\n\n";
+    any = true;
+    md << "- " << r.value("op", "") << " " << r.value("dtype", "") << ": " << r.value("reason", "");
+    if (r.contains("plot")) md << " ([plot](" << r.value("plot", "") << "))";
+    md << "\n";
+  }
+  if (any) md << "\n";
 }
 
 // Per op and dtype: each op property's status, cases, the fast path, the
@@ -149,7 +169,7 @@ void opTable(std::ostringstream& md, const json& t) {
       const json o = r.value("observations", json::object());
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
       const std::string f = fastPathCell(c->id, o);
-      if (!f.empty() && (c->id == "P5" || c->id == "P8")) fastPath += (fastPath.empty() ? "" : "; ") + f;
+      if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9")) fastPath += (fastPath.empty() ? "" : "; ") + f;
     }
     md << " | " << cases << " | " << cell(fastPath.empty() ? "-" : fastPath, 100);
     if (stats.is_null()) {
@@ -253,6 +273,7 @@ std::string renderMarkdown(const json& report) {
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
     installerTable(md, t);
     opTable(md, t);
+    timingSection(md, t);
     for (const auto& r : t.at("results"))
       if (r.value("status", "") == "fail") failure(md, report, t, r);
   }

@@ -39,6 +39,7 @@ const Embedded kEmbedded[] = {
     {"flagprop.ops", false, "python/flagprop/ops.py"},
     {"flagprop.hits", false, "python/flagprop/hits.py"},
     {"flagprop.streams", false, "python/flagprop/streams.py"},
+    {"flagprop.timing", false, "python/flagprop/timing.py"},
     {"flagprop.checks", false, "python/flagprop/checks.py"},
 };
 

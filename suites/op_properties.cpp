@@ -163,6 +163,31 @@ PropertyRun checkedRun(TargetSession& s, const PropertyDef& def, const OpEntry& 
   return run;
 }
 
+// P9: one measured case (RapidCheck's first, a small input: the patch saves
+// host time per launch), its samples and summary kept; a refusal (patch not
+// active, no fast hits) makes the run a skip with the reason.
+PropertyRun timingRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                      const rc::Gen<Case>& cases) {
+  PropertyRun run = checkedRun(s, def, entry, dtype, cases);
+  run.cases = 1;
+  auto last = std::make_shared<json>();
+  TargetSession* sp = &s;
+  run.judge = [sp, last](const Case& c) {
+    *last = sp->check("timing", c.value);
+    return *last;
+  };
+  run.finish = [last](PropertyOutcome& o) {
+    if (last->contains("refused")) {
+      o.status = "skip";
+      o.reason = "refused: " + last->at("refused").get<std::string>();
+    } else if (o.status == "pass" && last->contains("reason")) {
+      o.reason = last->at("reason").get<std::string>();  // the measurement
+    }
+    if (last->contains("evidence")) o.observations["timing"] = last->at("evidence");
+  };
+  return run;
+}
+
 PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                     const rc::Gen<Case>& cases) {
   PropertyRun run = checkedRun(s, def, entry, dtype, cases);
@@ -227,8 +252,9 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
       auto state = std::make_shared<OpRunState>();
       for (const auto* d : wanted)
         runs.push_back(d->checkKind == "op" ? opRun(session, *d, entry, dtype, cases, state)
-                                            : d->checkKind == "hits" ? hitsRun(session, *d, entry, dtype, cases)
-                                                                     : checkedRun(session, *d, entry, dtype, cases));
+                                            : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
+                                            : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
+                                                                       : checkedRun(session, *d, entry, dtype, cases));
       if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
     }
   }

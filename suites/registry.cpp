@@ -26,6 +26,8 @@ const std::vector<PropertyDef>& properties() {
        false},
       {"P8", "fast-path hits", "hits", S::Op,
        "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", false},
+      {"P9", "A/B timing", "timing", S::Op,
+       "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", false},
   };
   return defs;
 }

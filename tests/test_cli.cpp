@@ -167,8 +167,8 @@ TEST(Cli, AnUnverifiedRunMarksEveryResult) {
 
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
   std::string out;
-  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P9", &out), 2);
-  EXPECT_NE(out.find("--property P9: names no property"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P10", &out), 2);
+  EXPECT_NE(out.find("--property P10: names no property"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P5/tahn", &out), 2);
   EXPECT_NE(out.find("no catalog op 'tahn'"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " frobnicate", &out), 2);

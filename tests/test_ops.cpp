@@ -2,6 +2,7 @@
 // seed case and of every layout kind, the palette, and the teeth of P5 and
 // P6 (each op mutant caught by the property meant for it, the well-behaved
 // ops passing both).
+#include "core/files.h"
 #include "core/tensor_bridge.h"
 #include "tests/fixture_sessions.h"
 
@@ -356,6 +357,62 @@ TEST(OpTeeth, P7CatchesAStaleStream) {
   const auto good = test::runFixtureOp("well-behaved", "P7", "add.Tensor", "float32", 10);
   EXPECT_EQ(good.status, "pass") << good.reason;
   EXPECT_EQ(test::runFixtureOp("well-behaved", "P7", "native_layer_norm", "float16", 5).status, "pass");
+}
+
+}  // namespace
+}  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+json hostTiming(TargetSession& s) {
+  Selection sel;
+  sel.properties = {"P9/tanh/float32"};
+  const auto runs = opRuns(s, {findProperty("P9")}, sel);
+  const auto o = runProperty(runs.at(0), test::fixedSeed(1));
+  EXPECT_EQ(o.status, "pass") << o.reason;
+  return o.observations.at("timing").at("summary").at("host");
+}
+
+// P9's calibration: the mock's stock run spends a known 20 µs per call that
+// the fast run skips. Patch off minus patch on, less the same difference
+// without the delay, must come out at 20 µs within 10 % (differences of the
+// 10th percentiles, which a loaded CI machine disturbs least; 100 ABBA pairs
+// of 10 calls each).
+TEST(Timing, P9MeasuresAKnownHostDelayWithinTenPercent) {
+  auto& delayed = test::fixtureSession("ops-timing-calibration");
+  json j = json::parse(readFile(fixturesDir() + "/targets/ops-timing-calibration.json"));
+  j["flag_gems"]["mock"]["run_delay_us"] = 0;
+  j["name"] = "timing-baseline";
+  TargetSession baseline(parseTarget(j, fixturesDir() + "/targets/baseline.json", fixturesDir() + "/targets"));
+  baseline.setupOps({});
+  const double withDelay = hostTiming(delayed).at("p10_delta_us").get<double>();
+  const double without = hostTiming(baseline).at("p10_delta_us").get<double>();
+  const double measured = withDelay - without;
+  RecordProperty("measured_us", std::to_string(measured));
+  EXPECT_NEAR(measured, 20.0, 2.0) << "with the delay " << withDelay << " µs, without " << without << " µs";
+}
+
+TEST(Timing, P9RefusesWhenThePatchIsNotActiveAndSaysWhy) {
+  const auto o = test::runFixtureOp("ops-timing-refused", "P9", "tanh", "float32", 1);
+  EXPECT_EQ(o.status, "skip");
+  EXPECT_NE(o.reason.find("refused: P1 does not show the patch active"), std::string::npos) << o.reason;
+  const auto never = test::runFixtureOp("ops-never-fast", "P9", "tanh", "float32", 1);
+  EXPECT_EQ(never.status, "skip");
+  EXPECT_NE(never.reason.find("refused: P8 shows no fast hits"), std::string::npos) << never.reason;
+}
+
+TEST(Timing, PairedSummaryHasIntervalsThatHoldTheTruth) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+from flagprop import verdicts
+a = [10.0 + (i % 5) * 0.1 for i in range(200)]
+b = [x * 1.5 for x in a]
+s = verdicts.paired_summary(a, b)
+ok = s["pairs"] == 200 and s["ratio_ci95"][0] <= 1.5 <= s["ratio_ci95"][1] and abs(s["ratio_b_over_a"] - 1.5) < 1e-9
+)", scope);
+  EXPECT_TRUE(scope["ok"].cast<bool>());
 }
 
 }  // namespace

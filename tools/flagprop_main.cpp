@@ -3,6 +3,7 @@
 #include "catalog/catalog.h"
 #include "core/files.h"
 #include "core/tensor_bridge.h"
+#include "reports/plots.h"
 #include "reports/report.h"
 #include "reports/reproducer.h"
 #include "runner/runner.h"
@@ -158,6 +159,14 @@ int runTargetCommand(const Cli& cli) {
         doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
       } catch (const std::exception& e) {
         doc["results"].back()["reproducer_error"] = e.what();
+      }
+    }
+    if (!reproDir.empty() && o.status == "pass" && o.observations.contains("timing")) {
+      try {  // the plots go beside the reproducers' folder
+        doc["results"].back()["plot"] = writeAbPlot(
+            (fs::path(reproDir).parent_path() / "plots").string(), doc.value("name", std::string("target")), o);
+      } catch (const std::exception& e) {
+        doc["results"].back()["plot_error"] = e.what();
       }
     }
     writeText(outPath, jsonText(doc));

@@ -58,6 +58,11 @@ SPEC_SCHEMA = {
         "values": [[[], 6], [["autotuner"], 1], [["heuristics"], 1], [["hook"], 1]],
         "doc": "what a cached entry records: tuner constexprs, heuristic constexprs, launch hooks",
     },
+    "run_delay_us": {
+        "values": [[0, 1]],
+        "doc": "host time the stock LibEntry.run spends per call, in µs, busy-waiting (pinned by P9's calibration "
+               "fixture; the generator leaves it 0)",
+    },
     "params": {
         "generator": "params",
         "default": DEFAULT_PARAMS,
@@ -87,7 +92,10 @@ def full(spec):
         field = SPEC_SCHEMA.get(name)
         if field is None:
             raise SpecError("unknown mock spec field %r (known: %s)" % (name, ", ".join(SPEC_SCHEMA)))
-        if "values" in field and value not in [v for v, _w in field["values"]]:
+        if name == "run_delay_us":
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 100000:
+                raise SpecError("mock spec field 'run_delay_us' must be a number of µs from 0 to 100000")
+        elif "values" in field and value not in [v for v, _w in field["values"]]:
             raise SpecError("mock spec field %r: %r is not one of %s"
                             % (name, value, [v for v, _w in field["values"]]))
         if name == "params":

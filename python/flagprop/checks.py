@@ -10,10 +10,11 @@ reproducer prints.
 
 Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
 ``op`` (P5 and P6 together: one observation holds both properties' findings),
-``streams`` (P7), ``hits`` (P8).
+``streams`` (P7), ``hits`` (P8), ``timing`` (P9: a measurement; it
+always passes, or says why it refused).
 """
 
-from . import hits, ops, session, streams, verdicts
+from . import hits, ops, session, streams, timing, verdicts
 
 
 def _gates_open(target, gates):
@@ -85,6 +86,17 @@ def _streams(target, case, judging):
     return {"pass": v["pass"], "reason": v["reason"], "tag": obs["fast_path"], "evidence": obs}
 
 
+def _timing(target, case):
+    obs = timing.observe_ab(target, case, target["default_gates"])
+    v = verdicts.ab_timing(obs)
+    evidence = dict(obs, summary={"host": v.get("host"), "device": v.get("device")})
+    out = {"pass": True, "reason": v["reason"], "tag": "refused" if "refused" in v else "measured",
+           "evidence": evidence}
+    if "refused" in v:
+        out["refused"] = v["refused"]
+    return out
+
+
 def check(kind, target, case, judging=None):
     """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
     (the verdict), ``tag`` (the case's class, for the distribution of passing
@@ -107,6 +119,8 @@ def check(kind, target, case, judging=None):
         return _hits(target, case)
     if kind == "streams":
         return _streams(target, case, judging)
+    if kind == "timing":
+        return _timing(target, case)
     raise ValueError("unknown check kind %r" % kind)
 
 

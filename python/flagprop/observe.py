@@ -68,6 +68,20 @@ def snapshot():
     return {name: _raw(owner, attr) for name, (owner, attr) in _owners().items()}
 
 
+def apply(snap):
+    """Puts every component back to the object ``snap`` (a ``snapshot``)
+    holds for it (removing it where it was MISSING): switches an installed
+    patch off (the snapshot before the install) or on again (after)."""
+    for name, (owner, attr) in _owners().items():
+        if owner is None or name not in snap:
+            continue
+        if snap[name] is MISSING:
+            if attr in getattr(owner, "__dict__", {}):
+                delattr(owner, attr)
+        else:
+            setattr(owner, attr, snap[name])
+
+
 def _markers(obj):
     """Truthy ``_torch_fl_*`` attributes set on the object itself (wrappers
     are functions, whose attributes live in ``__dict__``)."""

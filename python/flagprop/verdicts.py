@@ -674,6 +674,70 @@ def stream_semantics(obs):
     return {"pass": True, "reason": "the op followed the current stream (%s)" % obs.get("model")}
 
 
+# --------------------------------------------------------------------------
+# P9 A/B timing
+# --------------------------------------------------------------------------
+
+
+def _mean(v):
+    return sum(v) / len(v) if v else float("nan")
+
+
+def _percentile(v, q):
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+
+
+def paired_summary(a, b, resamples=2000, seed=0):
+    """A / B samples paired by index (µs per call, A: patch on, B: off):
+    means, the ratio mean(B) / mean(A) (above 1: the patch is faster), the
+    mean paired difference B - A in µs, each with a 95 % confidence interval
+    from a paired bootstrap (``resamples`` resamplings of the pairs, a fixed
+    ``seed``), the median paired difference, the difference of the 10th
+    percentiles (``p10_delta_us``: robust to a loaded machine, where
+    preemption only adds time), and the number of pairs."""
+    import random
+
+    n = min(len(a), len(b))
+    if n == 0:
+        return None
+    a, b = list(a[:n]), list(b[:n])
+    rng = random.Random(seed)
+    ratios, deltas = [], []
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ma, mb = _mean([a[i] for i in idx]), _mean([b[i] for i in idx])
+        ratios.append(mb / ma if ma else float("inf"))
+        deltas.append(mb - ma)
+    ma, mb = _mean(a), _mean(b)
+    return {"pairs": n, "mean_a_us": ma, "mean_b_us": mb,
+            "ratio_b_over_a": mb / ma if ma else float("inf"),
+            "ratio_ci95": [_percentile(ratios, 0.025), _percentile(ratios, 0.975)],
+            "delta_b_minus_a_us": mb - ma,
+            "delta_ci95_us": [_percentile(deltas, 0.025), _percentile(deltas, 0.975)],
+            "median_delta_us": sorted(y - x for x, y in zip(a, b))[n // 2],
+            # Preemption only ever adds time: the low tenth is the least disturbed.
+            "p10_delta_us": _percentile(b, 0.1) - _percentile(a, 0.1)}
+
+
+def ab_timing(obs):
+    """P9 on ``timing.observe_ab``: a measurement, not a judgement. Returns
+    ``{"pass": True, "reason", "refused"?, "host", "device"}`` where host and
+    device are ``paired_summary`` (device None where there are no events),
+    or the reason P9 refused to measure (the patch is not active, or P8
+    shows no fast hits)."""
+    if "refused" in obs:
+        return {"pass": True, "reason": "refused: " + obs["refused"], "refused": obs["refused"]}
+    host = paired_summary(obs["host_a"], obs["host_b"])
+    device = paired_summary(obs["device_a"], obs["device_b"]) if obs["device_a"] else None
+    reason = "host: patch off / on %.3f (95%% CI %.3f-%.3f, %d pairs), %+.2f µs per call" % (
+        host["ratio_b_over_a"], host["ratio_ci95"][0], host["ratio_ci95"][1], host["pairs"], host["delta_b_minus_a_us"])
+    if device:
+        reason += "; device: %.3f (95%% CI %.3f-%.3f)" % (device["ratio_b_over_a"], device["ratio_ci95"][0],
+                                                          device["ratio_ci95"][1])
+    return {"pass": True, "reason": reason, "host": host, "device": device}
+
+
 def gates_open(gates, gate_builds):
     """Whether ``gates`` ({accelerator, routes_to_flaggems}) open an installer
     scoped to the builds ``gate_builds``: the build is one of them and the

@@ -1,5 +1,7 @@
 #include "core/python.h"
 
+#include "core/native_runtime.h"
+
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -69,6 +71,7 @@ void ensureInterpreter() {
     for (auto p : path) present = present || (py::str(p).cast<std::string>() == *it);
     if (!present) path.insert(0, *it);
   }
+  registerNativeModule();
   try {
     py::module_::import("torch");
   } catch (const py::error_already_set& e) {

@@ -1,6 +1,7 @@
 #include "harness/session.h"
 
 #include "core/files.h"
+#include "core/native_runtime.h"
 #include "core/sandbox.h"
 #include "core/tensor_bridge.h"
 
@@ -55,6 +56,9 @@ TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)),
   if (target_.pin) provenance_["pin"] = target_.pin->toJson();
   checkVersions();
   provenance_["libtorch_compiled"] = libtorchVersion();
+  const auto colon = target_.device.find(':');
+  const int ordinal = colon == std::string::npos ? 0 : std::stoi(target_.device.substr(colon + 1));
+  provenance_["native_runtime"] = {{"hip", hipWitness(ordinal).toJson()}, {"cuda", cudaWitness(ordinal).toJson()}};
   provenance_["device"] = target_.device;
   provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
 }

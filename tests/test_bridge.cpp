@@ -44,3 +44,36 @@ TEST(JsonBridge, RoundTripsIncludingIntsBeyond64Bits) {
 
 }  // namespace
 }  // namespace flagprop
+
+#include "core/native_runtime.h"
+
+#include <filesystem>
+
+namespace flagprop {
+namespace {
+
+// The native witness loads HIP / CUDA when present and says what it sees; on
+// a host without devices it says so, and knows no pointer.
+TEST(NativeRuntime, WitnessSaysWhatItSeesAndNeverThrows) {
+  const RuntimeWitness hip = hipWitness();
+  const RuntimeWitness cuda = cudaWitness();
+  EXPECT_EQ(hip.runtime, "hip");
+  EXPECT_EQ(cuda.runtime, "cuda");
+  for (const auto& w : {hip, cuda})
+    EXPECT_TRUE(w.status == "ok" || w.status == "no device" || w.status == "no runtime") << w.toJson().dump();
+  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5") && hip.library != "(built without HIP's headers)")
+    EXPECT_NE(hip.status, "no runtime") << "Debian's HIP runtime is installed: it loads, and sees no device here";
+  if (hip.status != "ok" && cuda.status != "ok") {
+    int local = 0;
+    EXPECT_FALSE(pointerWitness(reinterpret_cast<std::uintptr_t>(&local)).has_value());
+    EXPECT_FALSE(nativeEventMs(0, [] {}).has_value());
+  } else {
+    EXPECT_FALSE(hip.status == "ok" ? hip.arch.empty() : cuda.arch.empty());
+  }
+  py::gil_scoped_acquire gil;
+  const json fromPython = toJson(py::module_::import("flagprop_native").attr("witness")(0));
+  EXPECT_EQ(fromPython.at("hip").at("status"), hip.status);
+}
+
+}  // namespace
+}  // namespace flagprop

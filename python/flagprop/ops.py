@@ -249,6 +249,16 @@ class Runner:
         return {"present": True, "active": bool(active), "call": call}
 
 
+def _native_pointers(outs):
+    """What the native runtime (flagprop's witness, inside flagprop only)
+    says of each device output's memory: {runtime, memory_type, device} or
+    None; None for the whole list where there is no witness."""
+    native = sys.modules.get("flagprop_native")
+    if native is None or not outs or all(o.device.type == "cpu" for o in outs):
+        return None
+    return [native.pointer(o.data_ptr()) if o.numel() else None for o in outs]
+
+
 def _snap_input(t):
     st = verdicts.storage_of(t)
     return {"tensor": t, "storage": None if st is None else st.to("cpu", copy=True), "shape": list(t.shape),
@@ -270,6 +280,7 @@ def _run_pass(runner, case, cpu_inputs, device, name):
                 raise TypeError("the op returned something that is not a tensor (%s)" % ", ".join(bad))
             rec["outputs"] = outs
             rec["after"] = [o.detach().to("cpu", copy=True) for o in outs]
+            rec["native"] = _native_pointers(outs)
         except Exception as e:
             rec["error"] = describe_exception(e)
         device_s += time.perf_counter() - t0

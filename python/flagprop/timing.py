@@ -11,6 +11,7 @@ synchronisation inside the timed loop), *device* time comes from events on
 the current stream around them (a device only). Times are µs per call.
 """
 
+import sys
 import time
 
 import torch
@@ -90,7 +91,24 @@ def observe_ab(target, case, gates, pairs=100, reps=10, warmup=5):
 
 
 def _measure(once, reps, events):
-    """(host µs per call, device µs per call or None) of ``reps`` calls."""
+    """(host µs per call, device µs per call or None) of ``reps`` calls.
+    Device time comes from the native runtime's events on the raw current
+    stream where flagprop's witness has a device (``flagprop_native``), else
+    from the framework's events."""
+    native = sys.modules.get("flagprop_native")
+    stream = getattr(events.current_stream(), "cuda_stream", None) if events is not None else None
+    if native is not None and stream is not None:
+        host = []
+
+        def timed():
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                once()
+            host.append((time.perf_counter() - t0) * 1e6 / reps)
+
+        ms = native.event_ms(stream, timed)
+        if ms is not None:
+            return host[0], ms * 1e3 / reps
     start = end = None
     if events is not None:
         start, end = events.Event(enable_timing=True), events.Event(enable_timing=True)

@@ -497,6 +497,11 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
                 aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
             if first_device is not None and o.device != first_device:
                 aliasing.append("%s is on %s, the inputs on %s" % (out, o.device, first_device))
+            native = (rec.get("native") or [None] * len(outs))[i]
+            if native is not None and (native["memory_type"] not in ("device", "unified")
+                                       or native["device"] != o.device.index):
+                aliasing.append("%s: the %s runtime says its memory is %s on device %d; torch says %s" % (
+                    out, native["runtime"], native["memory_type"], native["device"], o.device))
             for j, snap in enumerate(rec["inputs"]):
                 if _overlap(o, snap["tensor"]):
                     aliasing.append("%s shares storage with input %d (no fresh storage)" % (out, j))

@@ -170,12 +170,10 @@ std::optional<double> nativeEventMs(std::uintptr_t stream, const std::function<v
     void *a = nullptr, *b = nullptr;
     if (!create || !record || !wait || !elapsed || create(&a, 0) != 0 || create(&b, 0) != 0) return std::nullopt;
     float ms = 0;
-    record(a, reinterpret_cast<void*>(stream));
+    bool ok = record(a, reinterpret_cast<void*>(stream)) == 0;
     enqueue();
-    record(b, reinterpret_cast<void*>(stream));
-    wait(b);
-    const bool ok = elapsed(&ms, a, b) == 0;
-    if (destroy) destroy(a), destroy(b);
+    ok = ok && record(b, reinterpret_cast<void*>(stream)) == 0 && wait(b) == 0 && elapsed(&ms, a, b) == 0;
+    if (destroy) (void)destroy(a), (void)destroy(b);
     return ok ? std::optional<double>(ms) : std::nullopt;
   }
 #ifdef FLAGPROP_HIP_HEADERS
@@ -190,12 +188,11 @@ std::optional<double> nativeEventMs(std::uintptr_t stream, const std::function<v
     if (!create || !record || !wait || !elapsed || create(&a) != hipSuccess || create(&b) != hipSuccess)
       return std::nullopt;
     float ms = 0;
-    record(a, reinterpret_cast<hipStream_t>(stream));
+    bool ok = record(a, reinterpret_cast<hipStream_t>(stream)) == hipSuccess;
     enqueue();
-    record(b, reinterpret_cast<hipStream_t>(stream));
-    wait(b);
-    const bool ok = elapsed(&ms, a, b) == hipSuccess;
-    if (destroy) destroy(a), destroy(b);
+    ok = ok && record(b, reinterpret_cast<hipStream_t>(stream)) == hipSuccess && wait(b) == hipSuccess &&
+         elapsed(&ms, a, b) == hipSuccess;
+    if (destroy) (void)destroy(a), (void)destroy(b);
     return ok ? std::optional<double>(ms) : std::nullopt;
   }
 #endif

@@ -19,6 +19,8 @@
 #          stopped after $FLAGPROP_TIMEOUT s (default 400)
 #   ops-torch-fl  P5 / P6 with the R5 installer active (helper libentry) and inactive (R5 libentry)
 #   hits   P8 for six ops with the R5 installer active and inactive, and its counts on the seed input
+#   streams-timing  P7 for six ops, P9 for eq.Scalar, masked_fill.Scalar, native_layer_norm with add.Tensor
+#          and sum.dim_IntList as controls, with the R5 installer active and inactive; the native witness
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
@@ -122,6 +124,17 @@ for MODE in "$@"; do
     ops-torch-fl)
       matrix/assemble_pins.sh || exit 1
       run_ops ops-torch-fl matrix/targets/h200-flaggems-ops-torch-fl.json matrix/targets/h200-flaggems-ops-torch-fl-r5.json ;;
+    streams-timing)
+      matrix/assemble_pins.sh >/dev/null || exit 1
+      ms=(--manifest matrix/targets/h200-flaggems-ops-torch-fl.json --manifest matrix/targets/h200-flaggems-ops-torch-fl-r5.json)
+      p7=()
+      for op in where.self eq.Scalar masked_fill.Scalar add.Tensor sum.dim_IntList native_layer_norm; do p7+=(--property "P7/$op/float32"); done
+      p9=()
+      for op in eq.Scalar masked_fill.Scalar native_layer_norm add.Tensor sum.dim_IntList; do p9+=(--property "P9/$op/float32"); done
+      $FP run --seed 5 --cases 3 "${p7[@]}" "${p9[@]}" "${ms[@]}" --report-dir "$OUTDIR/streams-timing" >"$OUTDIR/st.log" 2>&1
+      echo "== streams-timing: exit $?"
+      grep -E "P7 stream|P9 A/B" "$OUTDIR/st.log"
+      $PY -c "import json; t=json.load(open('$OUTDIR/streams-timing/report.json'))['targets'][0]; print('native witness:', t['provenance']['native_runtime'])" ;;
     args) $FP run $FLAGPROP_ARGS --report-dir "$OUTDIR/args"; summary "$OUTDIR/args" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
   esac

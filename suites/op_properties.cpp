@@ -142,7 +142,7 @@ PropertyRun baseRun(const TargetSession& s, const PropertyDef& def, const OpEntr
   run.dtype = dtype;
   run.checkKind = def.checkKind;
   run.judging = entry.judging;
-  run.cases = s.target().opCases;
+  run.cases = def.cases ? def.cases : s.target().opCases;
   run.generator = cases;
   return run;
 }
@@ -169,7 +169,6 @@ PropertyRun checkedRun(TargetSession& s, const PropertyDef& def, const OpEntry& 
 PropertyRun timingRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                       const rc::Gen<Case>& cases) {
   PropertyRun run = checkedRun(s, def, entry, dtype, cases);
-  run.cases = 1;
   auto last = std::make_shared<json>();
   TargetSession* sp = &s;
   run.judge = [sp, last](const Case& c) {

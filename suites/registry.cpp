@@ -23,11 +23,11 @@ const std::vector<PropertyDef>& properties() {
        "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
       {"P7", "stream semantics", "streams", S::Op,
        "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
-       false},
+       false, 5},
       {"P8", "fast-path hits", "hits", S::Op,
        "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", false},
       {"P9", "A/B timing", "timing", S::Op,
-       "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", false},
+       "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", false, 1},
   };
   return defs;
 }

@@ -21,6 +21,10 @@ struct PropertyDef {
   enum class Scope { Installer, Op } scope;
   std::string holds;  ///< when it holds, one line (for --help and docs)
   bool byDefault = true;  ///< run when a manifest lists no properties (of its scope)
+  /// Cases per run when --cases does not say: 0 = the target's `cases` /
+  /// `op_cases`; a costly property runs fewer (P7's device witnesses wait on
+  /// long kernels, P9 measures one case).
+  int cases = 0;
 };
 
 /// Every property, in order.

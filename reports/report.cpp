@@ -134,6 +134,7 @@ void timingSection(std::ostringstream& md, const json& t) {
     any = true;
     md << "- " << r.value("op", "") << " " << r.value("dtype", "") << ": " << r.value("reason", "");
     if (r.contains("plot")) md << " ([plot](" << r.value("plot", "") << "))";
+    if (r.contains("plot_error")) md << " (no plot: " << r.value("plot_error", "") << ")";
     md << "\n";
   }
   if (any) md << "\n";

@@ -166,7 +166,8 @@ int runTargetCommand(const Cli& cli) {
         doc["results"].back()["plot"] = writeAbPlot(
             (fs::path(reproDir).parent_path() / "plots").string(), doc.value("name", std::string("target")), o);
       } catch (const std::exception& e) {
-        doc["results"].back()["plot_error"] = e.what();
+        const std::string what = e.what();
+        doc["results"].back()["plot_error"] = what.substr(0, what.find('\n'));
       }
     }
     writeText(outPath, jsonText(doc));

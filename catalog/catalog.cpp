@@ -3,7 +3,10 @@
 // for sums and scans, whose atol grows with the square root of the count.
 #include "catalog/catalog.h"
 
+#include "catalog/schema_ops.h"
 #include "generators/choice.h"
+
+#include <map>
 
 namespace flagprop {
 
@@ -107,10 +110,44 @@ const std::vector<OpEntry>& catalog() {
   return cat;
 }
 
+namespace {
+
+// Schema-derived entries made so far (nullptr: excluded or unknown), and why.
+struct Derived {
+  std::unique_ptr<OpEntry> entry;
+  std::string why;
+};
+
+const Derived& derived(const std::string& name) {
+  static std::map<std::string, Derived> made;
+  auto it = made.find(name);
+  if (it != made.end()) return it->second;
+  Derived d;
+  const auto schema = atenOpSchema(name);
+  if (!schema) {
+    d.why = "no ATen overload " + name + " in this LibTorch (" + libtorchVersion() + ")";
+  } else {
+    const OpClass k = classifyOp(*schema);
+    if (k.kind == "excluded")
+      d.why = k.reason;
+    else
+      d.entry = std::make_unique<OpEntry>(schemaEntry(*schema));
+  }
+  return made.emplace(name, std::move(d)).first->second;
+}
+
+}  // namespace
+
 const OpEntry* findOp(const std::string& name) {
   for (const auto& e : catalog())
     if (e.name == name) return &e;
-  return nullptr;
+  return derived(name).entry.get();
+}
+
+std::string whyExcluded(const std::string& name) {
+  for (const auto& e : catalog())
+    if (e.name == name) return "";
+  return derived(name).why;
 }
 
 std::string catalogNames() {
@@ -119,22 +156,32 @@ std::string catalogNames() {
   return out;
 }
 
-std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
-  std::vector<OpCall> out;
+std::vector<rc::Random> paletteRandoms(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
+  std::vector<rc::Random> out;
   uint64_t seed = lim.paletteSeed ^ 0x9E3779B97F4A7C15ull;
   for (char ch : entry.name + "/" + dtype) seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ull;  // FNV-1a
   rc::Random random(seed);
+  for (int i = 0; i < lim.palette; ++i) out.push_back(random.split());
+  return out;
+}
+
+std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim) {
+  std::vector<OpCall> out;
   const auto g = entry.sample({dtype, lim});
-  for (int i = 0; i < lim.palette; ++i) out.push_back(g(random.split(), rc::kNominalSize).value());
+  for (const auto& r : paletteRandoms(entry, dtype, lim)) out.push_back(g(r, rc::kNominalSize).value());
   return out;
 }
 
 rc::Gen<OpCase> opCases(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
-                        std::shared_ptr<const std::vector<OpCall>> palette) {
+                        std::shared_ptr<const std::vector<rc::Random>> palette) {
   rc::Gen<OpCall> call = entry.sample({dtype, lim});
   if (palette && !palette->empty()) {
-    auto fromPalette = rc::gen::exec([palette]() {
-      OpCall c = (*palette)[*gen::atNominalSize(rc::gen::inRange<size_t>(0, palette->size()))];
+    // A palette call is the sampler replayed from the palette's Random: the
+    // same call every time, and once failing it shrinks as a free call does
+    // (shape, rank, strides, offset, values, specials).
+    auto fromPalette = rc::gen::exec([palette, call]() {
+      const rc::Random r = (*palette)[*gen::atNominalSize(rc::gen::inRange<size_t>(0, palette->size()))];
+      OpCall c = *rc::Gen<OpCall>([call, r](const rc::Random&, int) { return call(r, rc::kNominalSize); });
       for (auto& t : c.tensors) t.seed = *gen::atNominalSize(rc::gen::inRange<uint64_t>(0, 1u << 20));
       return c;
     });

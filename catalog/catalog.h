@@ -66,8 +66,14 @@ class Op {
 /// Every catalog entry, in a fixed order.
 const std::vector<OpEntry>& catalog();
 
-/// The entry called `name`, or nullptr.
+/// The entry called `name`: the hand-written one, else one derived from the
+/// ATen overload's schema (catalog/schema_ops.h; made once, kept for the
+/// process); nullptr when neither exists or the overload is excluded
+/// (whyExcluded says why).
 const OpEntry* findOp(const std::string& name);
+
+/// Why findOp(name) is nullptr, one line ("" when it is not).
+std::string whyExcluded(const std::string& name);
 
 /// The catalog's op names, comma-separated (for error messages).
 std::string catalogNames();
@@ -78,11 +84,16 @@ std::string catalogNames();
 /// and Triton's on-disk cache is reused from run to run.
 std::vector<OpCall> buildPalette(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim);
 
+/// The RapidCheck Randoms buildPalette's calls are sampled from, one per
+/// call: replaying entry.sample from one of them gives the same call, with
+/// its shrinks.
+std::vector<rc::Random> paletteRandoms(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim);
+
 /// Generator of P5 / P6 cases for `entry` in `dtype`: 1..3 calls (weighted
 /// toward 1, any of them droppable while shrinking), each from entry.sample,
-/// or (when `palette` is not empty) 15 of 16 from the palette with fresh
-/// value seeds.
+/// or (when `palette`, paletteRandoms' result, is not empty) 15 of 16 from
+/// the palette with fresh value seeds; a palette call shrinks like a free one.
 rc::Gen<OpCase> opCases(const OpEntry& entry, const std::string& dtype, const gen::LayoutLimits& lim,
-                        std::shared_ptr<const std::vector<OpCall>> palette = nullptr);
+                        std::shared_ptr<const std::vector<rc::Random>> palette = nullptr);
 
 }  // namespace flagprop

@@ -48,6 +48,15 @@ rc::Gen<json> dimList(int r) {
   });
 }
 
+}  // namespace
+
+namespace args {
+rc::Gen<int64_t> dim(int rank) { return dimOf(rank); }
+rc::Gen<json> dims(int rank) { return dimList(rank); }
+}  // namespace args
+
+namespace {
+
 int64_t norm(int64_t d, size_t r) { return r == 0 ? 0 : (d % int64_t(r) + int64_t(r)) % int64_t(r); }
 
 }  // namespace

@@ -91,6 +91,8 @@ Sampler withKwarg(Sampler s, std::string name, rc::Gen<json> value);
 namespace args {
 rc::Gen<json> boolean();          ///< false or true
 rc::Gen<json> fixed(json value);  ///< always `value`
+rc::Gen<int64_t> dim(int rank);   ///< a valid dim of a tensor of `rank`, either sign (0 or -1 for rank 0)
+rc::Gen<json> dims(int rank);     ///< a non-empty list of distinct dims of a tensor of `rank`, either sign
 }  // namespace args
 
 /// The published seed case: native_layer_norm on a float32 [101, 3, 320]

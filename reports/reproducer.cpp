@@ -82,6 +82,9 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   text += "PROPERTY = " + pyString(outcome.property) + "\n";
   text += "REASON = " + pyString(outcome.reason) + "\n";
   text += "KIND = " + pyString(outcome.checkKind) + "\n";
+  const json obs = outcome.observations.is_object() ? outcome.observations : json::object();
+  text += "CRASH = " + pyString(obs.value("crash", std::string())) + "\n";
+  text += "CRASH_LIMIT_S = " + std::to_string(obs.value("limit_s", 120)) + "\n";
   text += "TARGET = " + pyJson(target) + "\n";
   text += "INSTALLER_SHA256 = " + pyString(provenance.value("installer_sha256", std::string())) + "\n";
   text += "OPS_SHA256 = " + pyString(provenance.value("ops_sha256", std::string())) + "\n";

@@ -1,5 +1,6 @@
 #include "runner/runner.h"
 
+#include "catalog/catalog.h"
 #include "core/files.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
@@ -92,7 +95,75 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
   return RUN_ALL_TESTS();
 }
 
+std::string runKey(const PropertyRun& r) { return r.op.empty() ? r.id : r.id + "/" + r.op + "/" + r.dtype; }
+
+// Keeps the results of an earlier process of this target and drops their
+// runs; the op runs of an op and dtype that crashed there get the crash.
+void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) {
+  json before;
+  try {
+    before = json::parse(readFile(path));
+  } catch (const std::exception&) {
+    return;  // nothing was written: run everything
+  }
+  std::set<std::string> done;
+  std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
+  for (const auto& r : before.value("results", json::array())) {
+    if (r.value("key", std::string()) == "process") continue;
+    doc["results"].push_back(r);
+    done.insert(r.value("key", std::string()));
+    if (r.contains("observations") && r["observations"].contains("crash"))
+      crashed[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = r;
+  }
+  std::vector<PropertyRun> left;
+  for (auto& run : runs) {
+    if (done.count(runKey(run))) continue;
+    const auto c = crashed.find(run.op + "/" + run.dtype);
+    if (c != crashed.end() && run.checkKind == "op") {
+      json r = c->second;
+      r["property"] = run.id;
+      r["title"] = run.title;
+      r["key"] = runKey(run);
+      r["reason"] = "(as " + c->second.value("property", std::string()) + ") " + c->second.value("reason", std::string());
+      doc["results"].push_back(r);
+      continue;
+    }
+    left.push_back(std::move(run));
+  }
+  runs = std::move(left);
+}
+
 }  // namespace
+
+std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
+  if (!r.timedOut && !r.signal && (r.exitCode == 0 || r.exitCode == 1) && finished) return "";
+  return r.timedOut ? "target process timed out after " + std::to_string(timeoutSeconds) + " s"
+         : r.signal ? "target process died with signal " + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")"
+         : finished ? "target process exited with code " + std::to_string(r.exitCode)
+                    : "target process exited (code " + std::to_string(r.exitCode) + ") before finishing its properties";
+}
+
+PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
+  const std::string key = inflight.value("key", std::string());
+  const auto a = key.find('/'), b = key.find('/', a == std::string::npos ? a : a + 1);
+  const PropertyDef* def = findProperty(key.substr(0, a));
+  if (!def) throw std::invalid_argument("the in-flight record names no run: " + key);
+  PropertyOutcome o;
+  o.property = def->id;
+  o.title = def->title;
+  if (a != std::string::npos && b != std::string::npos) {
+    o.op = key.substr(a + 1, b - a - 1);
+    o.dtype = key.substr(b + 1);
+    if (const OpEntry* e = findOp(o.op)) o.judging = e->judging;
+  }
+  o.status = "fail";
+  o.reason = "the " + why + " on this case (kept unshrunk: the process that would shrink it is gone)";
+  o.casesRun = 1;
+  o.counterexample = inflight.value("case", json());
+  o.checkKind = def->checkKind;
+  o.observations = {{"crash", why}};
+  return o;
+}
 
 json runTarget(const std::string& manifest, const std::string& junitPath, const TargetRunOptions& opts,
                const ResultSink& sink) {
@@ -120,6 +191,8 @@ json runTarget(const std::string& manifest, const std::string& junitPath, const 
     std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;
     return targetError(doc, e.what());
   }
+  if (!opts.resumeFrom.empty()) resume(opts.resumeFrom, runs, doc);
+  if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
   runAsTests(runs, *session, doc, junitPath, opts, sink);
   doc["complete"] = true;  // the parent tells a finished target from one that died
   return doc;
@@ -157,13 +230,8 @@ json collectChildDocument(const std::string& outPath, const std::string& manifes
     doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
            {"results", json::array()}};
   }
-  const bool finished = doc.value("complete", false);
-  if (!r.timedOut && !r.signal && (r.exitCode == 0 || r.exitCode == 1) && finished) return doc;
-  const std::string why =
-      r.timedOut ? "target process timed out after " + std::to_string(timeoutSeconds) + " s"
-      : r.signal ? "target process died with signal " + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")"
-      : finished ? "target process exited with code " + std::to_string(r.exitCode)
-                 : "target process exited (code " + std::to_string(r.exitCode) + ") before finishing its properties";
+  const std::string why = childEnd(r, doc.value("complete", false), timeoutSeconds);
+  if (why.empty()) return doc;
   doc["crash"] = why;
   if (doc.value("status", "") == "error") {
     if (doc.value("error", std::string()).empty()) doc["error"] = why;

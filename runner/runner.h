@@ -19,6 +19,15 @@ struct TargetRunOptions {
   /// Run even where a pinned hash or version does not match; every result
   /// is then marked `unverified` (see TargetSession).
   bool unverified = false;
+  /// A document an earlier process of this target wrote before it died:
+  /// its results are kept and their run keys are not run again; an op
+  /// property whose op and dtype crashed there (observations.crash) is
+  /// recorded as the same crash instead of being run. Empty: a fresh run.
+  std::string resumeFrom;
+  /// Where the target document is written once the runs are planned (before
+  /// any runs), so that a process that dies in its first run leaves a
+  /// document to resume from. Empty: not written.
+  std::string docPath;
 };
 
 /// Called after each property run with the session, the outcome and the
@@ -46,6 +55,17 @@ struct ChildResult {
 /// Runs `argv` (argv[0] an executable path) with the environment of this
 /// process and waits at most `timeoutSeconds`, killing it after that.
 ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds);
+
+/// How a child process ended, one line: "" when it exited 0 or 1 after
+/// finishing (`finished`), else "target process died with signal 11
+/// (Segmentation fault)", "... timed out after N s", "... exited ...".
+std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds);
+
+/// After a child died on the case in `inflight` ({"key": run key, "case"}):
+/// the failed outcome of that run, its case the counterexample (not shrunk:
+/// the process that would have shrunk it is gone), `observations.crash` the
+/// reason. Throws std::invalid_argument when `inflight` names no run.
+PropertyOutcome crashOutcome(const json& inflight, const std::string& why);
 
 /// The target document a child wrote to `outPath` (read back), completed
 /// with what the parent saw: a crash, a timeout or an exit before the child

@@ -227,6 +227,19 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   return run;
 }
 
+// A run that is not made: the op is excluded, and the reason says why.
+PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std::string& dtype) {
+  PropertyRun run;
+  run.id = def.id;
+  run.title = def.title;
+  run.op = op;
+  run.dtype = dtype;
+  run.checkKind = def.checkKind;
+  const std::string why = "excluded: " + whyExcluded(op);
+  run.precondition = [run, why]() -> std::optional<PropertyOutcome> { return outcomeFor(run, "skip", why); };
+  return run;
+}
+
 }  // namespace
 
 std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
@@ -235,16 +248,25 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
   std::vector<PropertyRun> runs;
   std::vector<std::string> names;
   const gen::LayoutLimits lim = limitsOf(t);
-  for (const auto& entry : catalog()) {
-    if (!t.catalogOps.empty() && std::find(t.catalogOps.begin(), t.catalogOps.end(), entry.name) == t.catalogOps.end())
+  std::vector<std::string> opNames = t.catalogOps;
+  if (opNames.empty())
+    for (const auto& entry : catalog()) opNames.push_back(entry.name);
+  for (const auto& name : opNames) {
+    const OpEntry* found = findOp(name);
+    if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
+      const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];
+      for (const auto* d : defs)
+        if (d->checkKind == "op" && sel.takes(d->id, name, dtype)) runs.push_back(excludedRun(*d, name, dtype));
       continue;
+    }
+    const OpEntry& entry = *found;
     for (const auto& dtype : entry.dtypes) {
       if (!t.dtypes.empty() && std::find(t.dtypes.begin(), t.dtypes.end(), dtype) == t.dtypes.end()) continue;
       std::vector<const PropertyDef*> wanted;
       for (const auto* d : defs)
         if (sel.takes(d->id, entry.name, dtype)) wanted.push_back(d);
       if (wanted.empty()) continue;
-      const auto palette = std::make_shared<const std::vector<OpCall>>(buildPalette(entry, dtype, lim));
+      const auto palette = std::make_shared<const std::vector<rc::Random>>(paletteRandoms(entry, dtype, lim));
       const rc::Gen<Case> cases = rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) {
         return Case{toJson(c)};
       });

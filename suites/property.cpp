@@ -1,5 +1,7 @@
 #include "suites/property.h"
 
+#include "core/files.h"
+
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
@@ -116,13 +118,23 @@ std::vector<std::string> reproduceKeys(const std::string& s) {
 
 namespace {
 
+// Samples the property discarded (the reference rejects their arguments):
+// how many, and the first reason.
+struct Discards {
+  int count = 0;
+  std::string first;
+};
+
 // Fills `out` from RapidCheck's result.
-void record(PropertyOutcome& out, const rc::detail::TestResult& result, const LastFailure& last) {
+void record(PropertyOutcome& out, const rc::detail::TestResult& result, const LastFailure& last,
+            const Discards& discards) {
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto& s = result.template get<rc::detail::SuccessResult>();
     out.casesRun = s.numSuccess;
     out.status = "pass";
     out.reason = std::to_string(s.numSuccess) + " generated cases held";
+    if (discards.count > s.numSuccess)  // Hypothesis's "filter too much" health check
+      out.reason += "; health: " + std::to_string(discards.count) + " samples discarded (" + discards.first + ")";
     out.observations["distribution"] = distribution(s.distribution);
   } else if (result.template is<rc::detail::FailureResult>()) {
     const auto& f = result.template get<rc::detail::FailureResult>();
@@ -138,7 +150,9 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
     const auto& g = result.template get<rc::detail::GaveUpResult>();
     out.casesRun = g.numSuccess;
     out.status = "skip";
-    out.reason = "gave up after " + std::to_string(g.numSuccess) + " cases: " + g.description;
+    out.reason = "health: gave up after " + std::to_string(g.numSuccess) + " cases, " +
+                 std::to_string(discards.count) + " samples discarded (" +
+                 (discards.first.empty() ? g.description : discards.first) + ")";
   } else if (result.template is<rc::detail::Error>()) {
     out.status = "error";
     out.reason = result.template get<rc::detail::Error>().description;
@@ -178,8 +192,10 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   md.id = out.key();
   md.description = run.title;
   LastFailure last;
+  Discards discards;
   auto body = [&]() {
     const Case c = *run.generator;
+    if (!opts.inflightPath.empty()) writeText(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
     json result;
     try {
       result = run.judge(c);
@@ -193,8 +209,11 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       last = {c.value, {{"harness_error", what}}, "harness error: " + what.substr(0, what.find('\n'))};
       RC_FAIL(last.why);
     }
-    if (result.contains("discard")) RC_DISCARD(result.at("discard").get<std::string>());
-    if (result.contains("inactive")) RC_DISCARD(result.at("inactive").get<std::string>());
+    for (const char* k : {"discard", "inactive"})
+      if (result.contains(k)) {
+        if (discards.count++ == 0) discards.first = result.at(k).get<std::string>();
+        RC_DISCARD(result.at(k).get<std::string>());
+      }
     RC_TAG(result.value("tag", std::string()));
     const json v = verdictOf(result, run.id);
     if (!v.at("pass").get<bool>()) {
@@ -205,7 +224,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   rc::detail::TestListenerAdapter quiet;
   const auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  record(out, result, last);
+  record(out, result, last, discards);
+  out.observations["discarded"] = discards.count;
   if (opts.reproduce.empty())
     out.observations["seed"] = std::to_string(params.seed);
   else

@@ -28,6 +28,10 @@ struct RunOptions {
   uint64_t seed = 0;      ///< RapidCheck seed; 0 = a fresh random seed
   int maxSize = 100;      ///< RapidCheck maxSize
   std::string reproduce;  ///< a reproduce string to replay, or empty
+  /// Where the case in flight is written before it runs ({"key": run key,
+  /// "case": the case's JSON}), so that a parent whose child process died
+  /// on it knows the case; empty: not written.
+  std::string inflightPath;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).

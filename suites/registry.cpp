@@ -70,6 +70,7 @@ std::string neverRun(const Target& t, const std::string& key, const std::vector<
   if (!in(t.catalogOps, op)) return "names op " + op + ", which the target's 'catalog' leaves out";
   if (dtypeAt == std::string::npos) return "";
   const std::string dtype = key.substr(dtypeAt + 1);
+  if (!findOp(op)) return "names op " + op + ", which flagprop cannot run: " + whyExcluded(op);
   const auto& own = findOp(op)->dtypes;
   if (std::find(own.begin(), own.end(), dtype) == own.end() || !in(t.dtypes, dtype))
     return "names " + op + " in " + dtype + ", which this target does not run";

@@ -1,6 +1,7 @@
 #include "targets/manifest.h"
 
 #include "catalog/catalog.h"
+#include "catalog/schema_ops.h"
 #include "core/files.h"
 #include "core/python.h"
 
@@ -218,9 +219,19 @@ std::optional<Gates> readGates(const Section& top, const std::string& origin) {
 }
 
 void readOpSelection(const Section& top, Target& t) {
-  t.catalogOps = top.strings("catalog");
-  for (const auto& n : t.catalogOps)
-    if (!findOp(n)) top.fail("names unknown op '" + n + "' (known: " + catalogNames() + ")", "catalog");
+  if (top.has("catalog") && top.raw("catalog").is_string()) {
+    if (top.raw("catalog").get<std::string>() != "flaggems")
+      top.fail("must be a list of ops or \"flaggems\" (every overload FlagGems registers)", "catalog");
+    t.catalogOps = flaggemsOverloads();  // excluded ones become skips with the reason
+    t.catalogSource = "flaggems";
+  } else {
+    t.catalogOps = top.strings("catalog");
+    for (const auto& n : t.catalogOps)
+      if (!findOp(n))
+        top.fail("names op '" + n + "', which flagprop cannot run: " + whyExcluded(n) + " (hand-written entries: " +
+                     catalogNames() + ")",
+                 "catalog");
+  }
   t.dtypes = top.strings("dtypes");
   for (const auto& d : t.dtypes) {
     const std::string why = checkCatalogDtype(d);
@@ -315,7 +326,7 @@ std::string checkRunKeySyntax(const std::string& key) {
   if (opAt == std::string::npos) return "";
   const auto dtypeAt = key.find('/', opAt + 1);
   const std::string op = key.substr(opAt + 1, dtypeAt == std::string::npos ? std::string::npos : dtypeAt - opAt - 1);
-  if (!findOp(op)) return "no catalog op '" + op + "'";
+  if (!findOp(op)) return "no catalog op '" + op + "' (" + whyExcluded(op) + ")";
   return dtypeAt == std::string::npos ? "" : checkCatalogDtype(key.substr(dtypeAt + 1));
 }
 
@@ -383,7 +394,7 @@ json Target::toJson() const {
             {"properties", properties},
             {"cases", cases},
             {"reports_once", reportsOnce},
-            {"catalog", catalogOps},
+            {"catalog", catalogSource.empty() ? json(catalogOps) : json(catalogSource)},
             {"dtypes", dtypes},
             {"op_cases", opCases},
             {"max_elements", maxElements},

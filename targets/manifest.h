@@ -92,7 +92,8 @@ struct Target {
   std::vector<std::string> labels;      ///< e.g. cpu, cuda, dcu, fixture
   bool reportsOnce = false;             ///< the installer documents reporting a skip once per process (P2)
   OpsSpec ops;                          ///< the op under test (P5, P6)
-  std::vector<std::string> catalogOps;  ///< catalog ops to run (P5, P6); empty = all
+  std::vector<std::string> catalogOps;  ///< catalog ops to run (P5, P6); empty = all hand-written entries
+  std::string catalogSource;            ///< "flaggems" when `catalog` named FlagGems' registered overloads
   std::vector<std::string> dtypes;      ///< dtypes to run; empty = each op's own list
   int opCases = 50;                     ///< generated cases per op and dtype (P5, P6)
   int64_t maxElements = 1 << 17;        ///< memory cap: elements per generated tensor and storage

@@ -49,7 +49,7 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-default-run";
   flagprop::removeTree(dir.string());
   std::string out;
-  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 30 --seed 7 --report-dir " + dir.string(), &out);
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 7 --report-dir " + dir.string(), &out);
   EXPECT_EQ(rc, 0) << out;
   const json report = load((dir / "report.json").string());
   EXPECT_EQ(report.at("schema"), "flagprop.report/1");
@@ -97,13 +97,58 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   EXPECT_EQ(rc, 1) << out;
   const json report = load((dir / "report.json").string());
   ASSERT_EQ(report.at("targets").size(), 3u) << out;
-  const auto& crashed = report.at("targets").at(0);
-  EXPECT_NE(crashed.value("crash", "").find("signal"), std::string::npos) << crashed.dump(2);
+  // The installer aborts the process during P1: P1 fails with the crash, the case in flight kept.
+  const json* crashed = result(report, "crashes", "P1");
+  ASSERT_NE(crashed, nullptr) << out;
+  EXPECT_EQ(crashed->at("status"), "fail");
+  EXPECT_NE(crashed->at("observations").value("crash", "").find("signal 6"), std::string::npos) << crashed->dump(2);
+  EXPECT_FALSE(crashed->at("counterexample").is_null());
   EXPECT_EQ(report.at("targets").at(1).at("status"), "error");
   EXPECT_NE(report.at("targets").at(1).at("error").get<std::string>().find("no such file"), std::string::npos);
   const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
   ASSERT_NE(r5, nullptr) << out;
   EXPECT_EQ(r5->at("status"), "fail");
+}
+
+// An op that kills its process on one layout and one that hangs on another:
+// each case is recorded as a failure with its reproducer (which runs it in a
+// child process), and a fresh process goes on with the next op.
+TEST(Cli, ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn) {
+  const fs::path dir = fs::temp_directory_path() / "flagprop-test-segfault-hang";
+  flagprop::removeTree(dir.string());
+  const std::string targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  std::string out;
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --timeout 15 --manifest " + targets +
+                        "ops-segfault.json --manifest " + targets + "ops-hang.json --report-dir " + dir.string(),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;  // the fixtures expect exactly these failures
+  const json report = load((dir / "report.json").string());
+  for (const auto& [target, what] : {std::pair{"fixture-ops-segfault", "signal 11"}, {"fixture-ops-hang", "timed out"}}) {
+    int found = 0;
+    for (const auto& t : report.at("targets"))
+      if (t.value("name", "") == target)
+        for (const auto& r : t.at("results")) {
+          if (r.value("op", "") == "silu") EXPECT_EQ(r.at("status"), "pass") << r.dump();  // the run went on
+          if (r.value("op", "") != "rsqrt") continue;
+          ++found;
+          EXPECT_EQ(r.at("status"), "fail") << r.dump();
+          EXPECT_NE(r.at("reason").get<std::string>().find(what), std::string::npos) << r.dump();
+          bool trigger = false;  // the case in flight holds the layout that kills the op
+          for (const auto& call : r.at("counterexample").at("calls")) {
+            const auto& t0 = call.at("tensors").at(0);
+            int64_t numel = 1;
+            for (const auto& s : t0.at("shape")) numel *= s.get<int64_t>();
+            trigger |= std::string(what) == "timed out" ? numel == 0 : t0.at("offset").get<int64_t>() > 0;
+          }
+          EXPECT_TRUE(trigger) << r.at("counterexample").dump();
+          if (r.at("property") == "P5") {
+            std::string o;
+            EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + r.at("reproducer").get<std::string>(), &o), 1) << o;
+            EXPECT_NE(o.find("REPRODUCED: the child process"), std::string::npos) << o;
+          }
+        }
+    EXPECT_EQ(found, 2) << target << "\n" << out;
+  }
 }
 
 TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
@@ -176,7 +221,9 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA", &out), 2);
   EXPECT_NE(out.find("--reproduce needs the --manifest"), std::string::npos) << out;
-  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 2);
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 1);
+  EXPECT_NE(out.find("no ATen overload extra"), std::string::npos) << out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " properties extra", &out), 2);
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-no-isolate";
   flagprop::removeTree(dir.string());
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --no-isolate --report-dir " + dir.string(), &out), 2);

@@ -2,6 +2,7 @@
 // seed case and of every layout kind, the palette, and the teeth of P5 and
 // P6 (each op mutant caught by the property meant for it, the well-behaved
 // ops passing both).
+#include "catalog/schema_ops.h"
 #include "core/files.h"
 #include "core/tensor_bridge.h"
 #include "tests/fixture_sessions.h"
@@ -203,6 +204,58 @@ TEST(Catalog, PaletteIsAFunctionOfSeedOpAndDtype) {
   bool differs = false;
   for (size_t i = 0; i < a.size(); ++i) differs |= toJson(a[i]) != toJson(c[i]);
   EXPECT_TRUE(differs);
+}
+
+// The class of an overload comes from its schema's alias annotations and tags.
+TEST(Schema, ClassesComeFromAliasAnnotationsAndTags) {
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"add.Tensor", "functional"}, {"add.out", "out"},           {"add_.Tensor", "inplace"},
+      {"transpose.int", "view"},    {"split.Tensor", "view"},     {"zeros", "functional"},
+      {"bernoulli.p", "excluded"},  {"as_strided", "excluded"},   {"empty.memory_format", "excluded"},
+      {"is_nonzero", "excluded"}};
+  for (const auto& [name, kind] : want) {
+    const auto s = atenOpSchema(name);
+    ASSERT_TRUE(s) << name;
+    EXPECT_EQ(classifyOp(*s).kind, kind) << name << ": " << classifyOp(*s).reason;
+  }
+  EXPECT_NE(classifyOp(*atenOpSchema("bernoulli.p")).reason.find("random"), std::string::npos);
+  // LibTorch 1.13 reads ScalarType as int; flagprop reads the type the schema writes.
+  const auto zeros = atenOpSchema("zeros");
+  EXPECT_EQ(zeros->args.at(1).type, "ScalarType?");
+  EXPECT_FALSE(atenOpSchema("nope.Tensor"));
+  EXPECT_EQ(findOp("nope.Tensor"), nullptr);
+  EXPECT_NE(whyExcluded("nope.Tensor").find("no ATen overload"), std::string::npos);
+}
+
+// Schema-derived samples: a dim is valid for the first tensor, an out=
+// argument is a placeholder, a dtype argument names the run's dtype.
+TEST(Schema, SamplesFollowTheArgumentTypes) {
+  const OpEntry* sum = findOp("sum.IntList_out");
+  ASSERT_NE(sum, nullptr);
+  EXPECT_EQ(sum->judging.at("mode"), "out");
+  const auto g = sum->sample({"float32", {}});
+  for (int i = 0; i < 200; ++i) {
+    const OpCall c = g(rc::Random(i), 50).value();
+    ASSERT_FALSE(c.tensors.empty());
+    const int64_t rank = static_cast<int64_t>(c.tensors[0].shape.size());
+    for (const auto& d : c.args.at(1))
+      if (!d.is_null()) EXPECT_TRUE(d.get<int64_t>() >= -std::max<int64_t>(rank, 1) && d.get<int64_t>() < std::max<int64_t>(rank, 1)) << c.args.dump();
+    EXPECT_EQ(c.kwargs.at("out"), json({{"$out", 0}}));
+    if (c.kwargs.contains("dtype") && !c.kwargs.at("dtype").is_null()) EXPECT_EQ(c.kwargs.at("dtype"), json({{"$dtype", "float32"}}));
+  }
+}
+
+// The judging of in-place and view ops has teeth: an in-place op that
+// returns a copy of self and a view op that returns a copy are caught, the
+// correct ones pass.
+TEST(OpTeeth, P6JudgesInPlaceAndViewOpsAsATenAliasesThem) {
+  for (const char* op : {"add_.Tensor", "transpose.int"}) {
+    const auto good = test::runFixtureOp("ops-schema-modes", "P6", op, "float32", 40);
+    EXPECT_EQ(good.status, "pass") << op << ": " << good.reason;
+    const auto bad = test::runFixtureOp("ops-schema-modes-mutant", "P6", op, "float32", 40);
+    EXPECT_EQ(bad.status, "fail") << op;
+    EXPECT_NE(bad.reason.find("does not share storage with input 0"), std::string::npos) << bad.reason;
+  }
 }
 
 TEST(OpTeeth, WellBehavedOpsPassP5AndP6ForEveryOpAndDtype) {

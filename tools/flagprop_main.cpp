@@ -1,6 +1,7 @@
 // flagprop command line: parses options, runs targets (each in its own
 // process) and writes the report.
 #include "catalog/catalog.h"
+#include "catalog/schema_ops.h"
 #include "core/files.h"
 #include "core/tensor_bridge.h"
 #include "reports/plots.h"
@@ -30,7 +31,10 @@ usage:
                                    matrix on the CPU) and write a report
   flagprop run-target --manifest M --out FILE [options]
                                    run one target in this process (used by run)
-  flagprop ops                     list the catalog: op, dtypes, ATen schema
+  flagprop ops                     list the hand-written catalog: op, dtypes, ATen schema
+  flagprop ops --flaggems          every overload FlagGems registers: how flagprop judges it
+                                   (functional, inplace, out, view) or why it is excluded
+  flagprop ops NAME...             an ATen overload's schema as flagprop reads it, and its class
   flagprop seed-case               print the published seed case (native_layer_norm) as a case
   flagprop properties              list the properties: id, title, when it holds
   flagprop --help
@@ -90,7 +94,8 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!why.empty()) return "--property " + v + ": " + why;
     cli.target.selection.properties.push_back(v);
   } else if (opt == "--op") {
-    if (!findOp(v)) return "--op: no catalog op '" + v + "' (known: " + catalogNames() + ")";
+    if (!findOp(v))
+      return "--op: no catalog op '" + v + "': " + whyExcluded(v) + " (hand-written entries: " + catalogNames() + ")";
     cli.target.selection.ops.push_back(v);
   } else if (opt == "--dtype") {
     const std::string why = checkCatalogDtype(v);
@@ -117,6 +122,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--out" && cli.command == "run-target") cli.out = v;
   else if (opt == "--junit" && cli.command == "run-target") cli.junit = v;
   else if (opt == "--repro-dir" && cli.command == "run-target") cli.reproDir = v;
+  else if (opt == "--resume" && cli.command == "run-target") cli.target.resumeFrom = v;
   else return "unknown option '" + opt + "' (try flagprop --help)";
   return "";
 }
@@ -172,7 +178,11 @@ int runTargetCommand(const Cli& cli) {
     }
     writeText(outPath, jsonText(doc));
   };
-  const json doc = runTarget(cli.manifests[0], cli.junit, cli.target, sink);
+  TargetRunOptions opts = cli.target;
+  opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
+  opts.docPath = outPath;
+  setenv("FLAGPROP_STAGE_FILE", (outPath + ".stage").c_str(), 1);  // and this (flagprop.ops._stage)
+  const json doc = runTarget(cli.manifests[0], cli.junit, opts, sink);
   writeText(outPath, jsonText(doc));
   if (doc.value("status", "") != "ok") return 1;
   for (const auto& r : doc.at("results"))
@@ -236,6 +246,73 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
   return info;
 }
 
+// One target in child processes. A child that dies (a signal, an exit, a
+// timeout) while running a case gets that case recorded as a failure with
+// its reproducer, and a fresh child goes on with the runs left, at most
+// kMaxRestarts times; a child that dies outside a case ends the target.
+constexpr int kMaxRestarts = 50;
+
+json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
+                 const std::string& junit, const std::string& reproDir) {
+  const std::string inflight = out + ".inflight", stage = out + ".stage";
+  std::vector<std::string> args = childArgs(cli, self, manifest, out, junit, reproDir);
+  json crashes = json::array();
+  for (int restart = 0;; ++restart) {
+    std::error_code ec;
+    fs::remove(inflight, ec);
+    fs::remove(stage, ec);
+    const ChildResult r = runChild(args, cli.timeoutSeconds);
+    json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
+    if (!crashes.empty()) doc["crashes"] = crashes;
+    if (!doc.contains("crash")) return doc;
+    const std::string why = doc["crash"].get<std::string>();
+    json fly;
+    try {
+      fly = json::parse(readFile(inflight));
+    } catch (const std::exception&) {
+    }
+    if (!fly.is_object() || doc.value("status", "") != "ok" || restart >= kMaxRestarts) {
+      std::cout << "\n[" << doc.value("name", "?") << "] " << why
+                << (!fly.is_object() || doc.value("status", "") != "ok" ? " outside a case"
+                                                                         : "; " + std::to_string(kMaxRestarts) + " restarts already")
+                << "; results written before that are kept" << std::endl;
+      return doc;
+    }
+    std::string where;
+    try {
+      where = readFile(stage);
+    } catch (const std::exception&) {
+    }
+    PropertyOutcome o = crashOutcome(fly, why);
+    o.observations["limit_s"] = std::min(cli.timeoutSeconds, 120);  // the reproducer's time limit
+    if (where == "reference") {  // CPU ATen died, not the op under test: nothing judged
+      o.status = "skip";
+      o.reason = "health: CPU ATen (the reference) ended the process (" + why +
+                 ") on a generated case; the op was not judged";
+      o.observations["crash_in"] = "reference";
+    }
+    json& results = doc["results"];
+    if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
+    json rj = o.toJson();
+    try {
+      if (o.status == "fail")
+        rj["reproducer"] = writeReproducer(reproDir, doc.at("target"), doc.value("provenance", json::object()), o);
+    } catch (const std::exception& e) {
+      rj["reproducer_error"] = e.what();
+    }
+    results.push_back(rj);
+    crashes.push_back({{"key", o.key()}, {"why", why}});
+    doc["crashes"] = crashes;
+    doc.erase("crash");
+    writeText(out, jsonText(doc));
+    std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
+              << "; a fresh process goes on" << std::endl;
+    args = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
+                     reproDir);
+    args.insert(args.end(), {"--resume", out});
+  }
+}
+
 // `flagprop run`: every target in a child process, one merged report.
 int runCommand(Cli cli, const std::string& self, const std::vector<std::string>& argv) {
   if (cli.target.run.seed == 0) cli.target.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
@@ -260,7 +337,6 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     const std::string stem = std::to_string(i + 1) + "_" + fs::path(paths[i]).stem().string();
     const std::string out = dir + "/targets/" + stem + ".json", junit = dir + "/junit/" + stem + ".xml";
     std::cout << "== target " << i + 1 << "/" << paths.size() << ": " << paths[i] << std::endl;
-    const auto args = childArgs(cli, self, paths[i], out, junit, dir + "/reproducers");
     if (!cli.isolate) {
       Cli child = cli;
       child.command = "run-target";
@@ -270,11 +346,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       docs.push_back(json::parse(readFile(out)));
       continue;
     }
-    const ChildResult r = runChild(args, cli.timeoutSeconds);
-    json doc = collectChildDocument(out, paths[i], r, cli.timeoutSeconds);
-    if (doc.contains("crash")) std::cout << "[" << doc.value("name", "?") << "] " << doc["crash"].get<std::string>()
-                                         << "; results written before that are kept" << std::endl;
-    docs.push_back(doc);
+    docs.push_back(runIsolated(cli, self, paths[i], out, junit, dir + "/reproducers"));
   }
   const json report = mergeReport(docs, runInfo(cli, self, argv, dir));
   writeText(dir + "/report.json", jsonText(report));
@@ -305,6 +377,52 @@ int listCommand(const std::string& what) {
   return 0;
 }
 
+json schemaJson(const OpSchema& s) {
+  json j = {{"name", s.name}, {"schema", s.text}, {"cpu_kernel", s.cpuKernel}, {"random", s.randomized},
+            {"args", json::array()}, {"returns", json::array()}};
+  for (const auto& a : s.args) {
+    json x = {{"name", a.name}, {"type", a.type}, {"kwarg_only", a.kwargOnly}, {"out", a.out}, {"written", a.written}};
+    if (a.defaultKnown) x["default"] = a.defaultValue;
+    j["args"].push_back(x);
+  }
+  for (const auto& r : s.returns) j["returns"].push_back({{"type", r.type}, {"aliased", r.aliased}, {"written", r.written}});
+  return j;
+}
+
+// `flagprop ops --flaggems` (every overload FlagGems registers: its class or
+// why it is excluded) and `flagprop ops NAME...` (the schema as flagprop
+// reads it and the class). Exit 1 when a NAME is no ATen overload here.
+int opsCommand(const std::vector<std::string>& names) {
+  ensureInterpreter();
+  if (names.size() == 1 && names[0] == "--flaggems") {
+    std::map<std::string, int> counts;
+    for (const auto& n : flaggemsOverloads()) {
+      const auto s = atenOpSchema(n);
+      const OpClass k = s ? classifyOp(*s) : OpClass{"excluded", whyExcluded(n)};
+      const std::string kind = findOp(n) && !s ? "hand-written" : k.kind;
+      ++counts[kind];
+      std::cout << n << "\t" << kind << "\t" << k.reason << "\n";
+    }
+    for (const auto& [k, c] : counts) std::cerr << k << ": " << c << "\n";
+    return 0;
+  }
+  int rc = 0;
+  for (const auto& n : names) {
+    const auto s = atenOpSchema(n);
+    if (!s) {
+      std::cerr << "flagprop: no ATen overload " << n << " in this LibTorch (" << libtorchVersion() << ")\n";
+      rc = 1;
+      continue;
+    }
+    json j = schemaJson(*s);
+    const OpClass k = classifyOp(*s);
+    j["class"] = k.kind;
+    if (!k.reason.empty()) j["excluded_because"] = k.reason;
+    std::cout << j.dump(2) << "\n";
+  }
+  return rc;
+}
+
 std::string selfPath(const char* argv0) {
   char buf[4096] = {0};
   const ssize_t len = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -329,6 +447,7 @@ int main(int argc, char** argv) {
     std::cout << toJson(seed).dump() << "\n";
     return 0;
   }
+  if (args[0] == "ops" && args.size() > 1) return opsCommand({args.begin() + 1, args.end()});
   if (args[0] == "ops" || args[0] == "properties") {
     if (args.size() == 1) return listCommand(args[0]);
     std::cerr << "flagprop: " << args[0] << " takes no arguments\n";

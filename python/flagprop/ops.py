@@ -25,6 +25,7 @@ A target's ``ops`` section says where the op under test comes from:
 """
 
 import importlib
+import os
 import sys
 import time
 import types
@@ -138,15 +139,88 @@ def device_inputs(call, cpu, device):
     return dev
 
 
-def resolve(value, tensors):
-    """``value`` with every ``{"tensor": i}`` replaced by ``tensors[i]``."""
-    if isinstance(value, dict) and set(value) == {"tensor"}:
-        return tensors[value["tensor"]]
+def resolve(value, tensors, outs=None, device=None):
+    """``value`` with its placeholders replaced: ``{"tensor": i}`` by
+    ``tensors[i]``, ``{"$out": j}`` by ``outs[j]`` (an out= tensor),
+    ``{"$dtype": name}`` by that torch dtype and ``{"$device": true}`` by
+    ``device`` (a factory's device). Keyword arguments are resolved one by
+    one (``resolve_kwargs``), so an argument's name is never taken for a
+    placeholder."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, v), = value.items()
+        if key == "tensor":
+            return tensors[v]
+        if key == "$out":
+            return outs[v]
+        if key == "$dtype":
+            return dtype_of(v)
+        if key == "$device":
+            return device
     if isinstance(value, list):
-        return [resolve(v, tensors) for v in value]
+        return [resolve(v, tensors, outs, device) for v in value]
     if isinstance(value, dict):
-        return {k: resolve(v, tensors) for k, v in value.items()}
+        return {k: resolve(v, tensors, outs, device) for k, v in value.items()}
     return value
+
+
+def resolve_kwargs(kwargs, tensors, outs=None, device=None):
+    """``resolve`` of each keyword argument's value."""
+    return {k: resolve(v, tensors, outs, device) for k, v in kwargs.items()}
+
+
+def _placeholders(value, key):
+    """How many ``{key: ...}`` placeholders ``value`` holds."""
+    if isinstance(value, dict):
+        if len(value) == 1 and key in value:
+            return 1
+        return sum(_placeholders(v, key) for v in value.values())
+    if isinstance(value, list):
+        return sum(_placeholders(v, key) for v in value)
+    return 0
+
+
+def _is_out(arg):
+    info = getattr(arg, "alias_info", None)
+    return bool(arg.kwarg_only and info is not None and info.is_write)
+
+
+def functional_sibling(fn):
+    """The overload of ``fn``'s op that takes the same arguments but its
+    out= ones and has none (``add.Tensor`` for ``add.out``), or None."""
+    schema = getattr(fn, "_schema", None)
+    if schema is None:
+        return None
+    packet = getattr(torch.ops.aten, schema.name.split("::")[-1])
+    want = [(a.name, str(a.type)) for a in schema.arguments if not _is_out(a)]
+    for name in packet.overloads():
+        cand = getattr(packet, name)
+        args = cand._schema.arguments
+        if not any(_is_out(a) for a in args) and [(a.name, str(a.type)) for a in args] == want:
+            return cand
+    return None
+
+
+def out_tensors(fn, call, tensors, device):
+    """Empty out= tensors for ``call`` (ATen resizes them): of the dtypes
+    the functional sibling returns on these inputs (on the meta device), else
+    of the first tensor's dtype."""
+    n = sum(_placeholders(v, "$out") for v in (call.get("kwargs") or {}).values()) + _placeholders(call["args"], "$out")
+    if n == 0:
+        return None
+    dtypes = None
+    sibling = functional_sibling(fn)
+    if sibling is not None:
+        meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in tensors]
+        kwargs = {k: v for k, v in (call.get("kwargs") or {}).items() if _placeholders(v, "$out") == 0}
+        try:
+            res = sibling(*resolve(call["args"], meta, None, "meta"), **resolve_kwargs(kwargs, meta, None, "meta"))
+            res = res if isinstance(res, (tuple, list)) else (res,)
+            dtypes = [r.dtype for r in res if isinstance(r, torch.Tensor)]
+        except Exception:
+            dtypes = None
+    if not dtypes or len(dtypes) < n:
+        dtypes = [tensors[0].dtype if tensors else torch.float32] * n
+    return [torch.empty(0, dtype=d, device=device) for d in dtypes[:n]]
 
 
 def aten_op(name):
@@ -196,30 +270,107 @@ def op_callable(target, name):
     return aten_op(name)
 
 
-def call_op(fn, call, tensors):
-    """Calls ``fn`` on ``call``'s arguments with ``tensors`` substituted;
-    returns the outputs as a tuple."""
-    result = fn(*resolve(call["args"], tensors), **resolve(call.get("kwargs") or {}, tensors))
+def call_op(fn, call, tensors, device=None):
+    """Calls ``fn`` on ``call``'s arguments with ``tensors`` substituted
+    (and fresh out= tensors, and ``device`` for a factory: by default the
+    first tensor's); returns the outputs as a tuple."""
+    if device is None:
+        device = tensors[0].device if tensors else torch.device("cpu")
+    outs = out_tensors(fn, call, tensors, device)
+    result = fn(*resolve(call["args"], tensors, outs, device), **resolve_kwargs(call.get("kwargs") or {}, tensors, outs, device))
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
-def reference(op, call, cpu, upcast):
+def same_layout(t, dtype=None):
+    """A copy of ``t`` in a storage of its own with the same shape, strides
+    and storage offset (in ``dtype`` when given): an op that writes its input
+    or rejects an overlapping one sees what the device call sees."""
+    st = verdicts.storage_of(t)
+    if st is None:
+        return torch.empty_strided(t.shape, t.stride(), dtype=dtype or t.dtype)
+    return st.to(dtype or t.dtype, copy=True).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _aliases(out, inputs):
+    """Indices of the ``inputs`` whose storage ``out`` shares."""
+    return [j for j, t in enumerate(inputs) if verdicts.overlap(out, t)]
+
+
+def _layout_of(t):
+    return [list(t.shape), list(t.stride()), t.storage_offset()]
+
+
+def reference(op, call, cpu, upcast, repeat=False):
     """CPU ATen's answer for one call: per output ``{"dtype", "shape",
-    "values", "source"}``. Metadata comes from ATen's meta kernels on the
-    inputs' own dtypes (``source`` "meta"; CPU where a meta kernel is
-    missing); values from the CPU kernel of the same overload on the CPU
-    inputs, floating ones upcast to float64 when ``upcast``, rounded to the
-    output dtype. Raises where CPU ATen rejects the arguments."""
+    "values", "same_dtype", "aliases", "shares_outputs", "source"}``, and
+    per input ``relaid`` (below).
+
+    ``same_dtype`` is the CPU kernel's output on copies of the inputs laid
+    out as they are (shape, strides, storage offset) in their own dtypes;
+    ``aliases`` the inputs whose storage that output shares (ATen's views and
+    in-place results), ``shares_outputs`` the earlier outputs it shares
+    storage with (unbind, chunk). ``values`` is the same call with floating
+    inputs upcast to float64 when ``upcast``, rounded to the output dtype
+    (else ``same_dtype``). Dtype and shape are ATen's meta kernel's
+    (``source`` "meta"), else the CPU kernel's (``source`` "cpu"); where the
+    two disagree, ``cpu_dtype`` / ``cpu_shape`` hold the CPU kernel's. Where
+    the CPU kernel raises in the inputs' dtypes but the upcast call and the
+    meta kernel work, ``same_dtype_error`` says what it raised.
+
+    Returns ``(outputs, relaid)``: ``relaid[j]`` is ``[shape, strides,
+    offset]`` of input j after the call where ATen changes it in place
+    (resize_as_, unsqueeze_), else None.
+
+    Raises where CPU ATen rejects the arguments, and (``repeat``) where a
+    second call on fresh copies of the same inputs gives other bits: an op
+    that does not check its arguments reads memory it does not own, and such
+    a case says nothing about the op under test."""
     fn = aten_op(op)
+    cpu_device = torch.device("cpu")
+    own = [same_layout(t) for t in cpu]
+    try:
+        same, failed = call_op(fn, call, own, cpu_device), None
+    except Exception as e:
+        same, failed = None, e
     meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in cpu]
     try:
-        shapes_from, source = call_op(fn, call, meta), "meta"
+        shapes_from = call_op(fn, call, meta)
     except Exception:
-        shapes_from, source = call_op(fn, call, cpu), "cpu"
-    up = [t.double() if upcast and t.is_floating_point() else t for t in cpu]
-    values = call_op(fn, call, up)
-    return [{"dtype": dtype_name(m.dtype), "shape": list(m.shape), "values": v.to(m.dtype), "source": source}
-            for m, v in zip(shapes_from, values)]
+        shapes_from = None
+    if same is None:
+        if not upcast or shapes_from is None:
+            raise failed
+        aliases, shares, relaid = [[] for _ in shapes_from], [[] for _ in shapes_from], [None] * len(cpu)
+    else:
+        if repeat:
+            again = call_op(fn, call, [same_layout(t) for t in cpu], cpu_device)
+            if len(again) != len(same) or not all(
+                    a.shape == b.shape and verdicts.same_bits(a, b) for a, b in zip(same, again)):
+                raise ValueError("two calls on the same inputs disagree "
+                                 "(unchecked arguments: it reads memory it does not own)")
+        aliases = [_aliases(o, own) for o in same]
+        shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
+        relaid = [None if _layout_of(a) == _layout_of(b) else _layout_of(a) for a, b in zip(own, cpu)]
+        same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
+        if shapes_from is None or len(shapes_from) != len(same):
+            shapes_from = same
+    if upcast and any(t.is_floating_point() for t in cpu):
+        up = [same_layout(t, torch.float64 if t.is_floating_point() else None) for t in cpu]
+        values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
+    else:
+        values = same
+    outputs = []
+    for i, m in enumerate(shapes_from):
+        out = {"dtype": dtype_name(m.dtype), "shape": list(m.shape), "values": values[i], "aliases": aliases[i],
+               "shares_outputs": shares[i], "source": "meta" if m.device.type == "meta" else "cpu"}
+        if same is not None:
+            out["same_dtype"] = same[i]
+            if m.device.type == "meta" and (same[i].dtype != m.dtype or list(same[i].shape) != list(m.shape)):
+                out["cpu_dtype"], out["cpu_shape"] = dtype_name(same[i].dtype), list(same[i].shape)
+        else:
+            out["same_dtype_error"] = describe_exception(failed)
+        outputs.append(out)
+    return outputs, relaid
 
 
 class Runner:
@@ -239,7 +390,7 @@ class Runner:
 
     def call(self, call, tensors):
         """Outputs (tuple of tensors) of the op on ``call`` with ``tensors``."""
-        return call_op(self.fn, call, tensors)
+        return call_op(self.fn, call, tensors, torch.device(self.target["device"]))
 
     def install(self):
         """Runs the installer once. Returns {present, active, call}."""
@@ -288,7 +439,17 @@ def _run_pass(runner, case, cpu_inputs, device, name):
     return {"name": name, "calls": calls, "device_s": device_s}
 
 
-def observe_case(target, case, gates, upcast):
+def _stage(name):
+    """Records what the case in flight is doing (``reference``: CPU ATen;
+    ``device``: the op under test) in the file $FLAGPROP_STAGE_FILE names,
+    so that the parent of a process that dies knows whose crash it was."""
+    path = os.environ.get("FLAGPROP_STAGE_FILE")
+    if path:
+        with open(path, "w") as f:
+            f.write(name)
+
+
+def observe_case(target, case, gates, upcast, repeat=False):
     """Runs one P5 / P6 case: the CPU reference of every call, then the
     unpatched pass, then the installer (once, if the target has one), then the
     patched pass when the installer is active. Returns the observation
@@ -301,16 +462,20 @@ def observe_case(target, case, gates, upcast):
     device = target["device"]
     t0 = time.perf_counter()
     cpu_inputs = [build_cpu(call) for call in case["calls"]]
-    expected = []
+    _stage("reference")
+    expected, relaid = [], []
     for k, call in enumerate(case["calls"]):
         try:
-            expected.append(reference(case["op"], call, cpu_inputs[k], upcast))
+            outs, moved = reference(case["op"], call, cpu_inputs[k], upcast, repeat)
         except Exception as e:
             return {"discard": "CPU ATen rejects call %d: %s" % (k, describe_exception(e))}
+        expected.append(outs)
+        relaid.append(moved)
     reference_s = time.perf_counter() - t0
+    _stage("device")
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()
-    obs = {"cpu_inputs": cpu_inputs, "expected": expected, "passes": passes}
+    obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "passes": passes}
     if not inst["present"]:
         obs["fast_path"] = "no installer"
     elif not inst["active"]:
@@ -327,7 +492,7 @@ def judge_case(target, case, gates, judging):
     """``observe_case`` then ``verdicts.op_findings``: the plain-data findings
     of one case (with ``discard``, ``compilations`` and ``time_us`` from the
     observation). ``judging`` is the catalog entry's judging spec."""
-    obs = observe_case(target, case, gates, judging.get("upcast", True))
+    obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either")
     if "discard" in obs:
         return obs
     out = verdicts.op_findings(obs, case, judging)

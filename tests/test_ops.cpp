@@ -258,6 +258,23 @@ TEST(OpTeeth, P6JudgesInPlaceAndViewOpsAsATenAliasesThem) {
   }
 }
 
+// A fault planted on a storage offset, with 15 of 16 calls from a layout
+// palette: the counterexample shrinks to a minimal layout (one element or a
+// 0-d view at offset 1), not to the palette's shape.
+TEST(OpTeeth, APaletteCallShrinksLikeAFreeOne) {
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    const auto o = test::runFixtureOp("ops-ignores-offset-palette", "P5", "tanh", dtype, 100);
+    ASSERT_EQ(o.status, "fail") << o.reason;
+    const json& calls = o.counterexample.at("calls");
+    ASSERT_EQ(calls.size(), 1u) << o.counterexample.dump();
+    const json& t = calls.at(0).at("tensors").at(0);
+    int64_t numel = 1;
+    for (const auto& s : t.at("shape")) numel *= s.get<int64_t>();
+    EXPECT_LE(numel, 1) << t.dump();
+    EXPECT_EQ(t.at("offset"), 1) << t.dump();
+  }
+}
+
 TEST(OpTeeth, WellBehavedOpsPassP5AndP6ForEveryOpAndDtype) {
   auto& s = test::fixtureSession("well-behaved");
   const auto runs = opRuns(s, {findProperty("P5"), findProperty("P6")}, Selection{});

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -52,6 +53,10 @@ class PropertyTest : public testing::Test {
     std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
     if (o.status != "pass") std::cout << ": " << o.reason;
     std::cout << std::endl;
+    if (opts_->exitOnDeviceLost && !session_->deviceLost.empty()) {
+      std::cout << "[" << t.name << "] " << session_->deviceLost << "; going on in a fresh process" << std::endl;
+      std::_Exit(kDeviceLostExit);  // the document is written (sink); no destructor may touch the broken context
+    }
     const std::string want = t.expectedStatus(o.property, o.op, o.dtype);
     EXPECT_TRUE(t.statusExpected(o.status, o.property, o.op, o.dtype))
         << label << " on " << t.name << " was " << o.status << ", expected " << (want.empty() ? "pass or skip" : want)

@@ -28,7 +28,15 @@ struct TargetRunOptions {
   /// any runs), so that a process that dies in its first run leaves a
   /// document to resume from. Empty: not written.
   std::string docPath;
+  /// When a run loses the device (illegal memory access, launch failure),
+  /// end the process with kDeviceLostExit after recording it, so that a
+  /// parent starts a fresh one for the runs left (run-target does).
+  bool exitOnDeviceLost = false;
 };
+
+/// run-target's exit status after a run lost the device: the parent resumes
+/// the target in a fresh process.
+constexpr int kDeviceLostExit = 75;
 
 /// Called after each property run with the session, the outcome and the
 /// target document holding every result so far (e.g. to write a reproducer

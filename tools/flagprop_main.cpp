@@ -181,6 +181,7 @@ int runTargetCommand(const Cli& cli) {
   TargetRunOptions opts = cli.target;
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   opts.docPath = outPath;
+  opts.exitOnDeviceLost = true;
   setenv("FLAGPROP_STAGE_FILE", (outPath + ".stage").c_str(), 1);  // and this (flagprop.ops._stage)
   const json doc = runTarget(cli.manifests[0], cli.junit, opts, sink);
   writeText(outPath, jsonText(doc));
@@ -265,6 +266,17 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
     if (!crashes.empty()) doc["crashes"] = crashes;
     if (!doc.contains("crash")) return doc;
+    if (r.exitCode == kDeviceLostExit && !r.signal && !r.timedOut && doc.value("status", "") == "ok" &&
+        restart < kMaxRestarts) {  // the lost device's result is recorded: a fresh process (and context) goes on
+      auto& results = doc["results"];
+      if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
+      doc.erase("crash");
+      writeText(out, jsonText(doc));
+      args = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
+                       reproDir);
+      args.insert(args.end(), {"--resume", out});
+      continue;
+    }
     const std::string why = doc["crash"].get<std::string>();
     json fly;
     try {

@@ -24,7 +24,9 @@
 //                     1e-3, 1.0
 //   bool              false or true (sorted: true, since an unsorted order is
 //                     unspecified)
-//   str               the schema's default (a str without one is excluded)
+//   str               named reduce, rounding_mode, padding, side, approximate,
+//                     interpolation: one of ATen's choices; otherwise the
+//                     schema's default, None where optional (else excluded)
 //   ScalarType        the run's dtype
 //   Device?           the call's device where the op has no tensor argument
 //                     (a factory); else the default
@@ -64,6 +66,19 @@ std::pair<std::string, bool> baseType(std::string t) {
 
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
+// Values of str arguments that have no default, by name (ATen's documented
+// choices); None as well where the type is optional.
+const std::map<std::string, std::vector<std::string>>& knownStrings() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"reduce", {"sum", "prod", "mean", "amax", "amin"}},
+      {"rounding_mode", {"trunc", "floor"}},
+      {"padding", {"valid", "same"}},
+      {"side", {"left", "right"}},
+      {"approximate", {"none", "tanh"}},
+      {"interpolation", {"linear", "lower", "higher", "midpoint", "nearest"}}};
+  return m;
+}
+
 bool isTensorType(const std::string& base) {
   return base == "Tensor" || base == "Tensor[]" || base == "Tensor?[]";
 }
@@ -78,7 +93,8 @@ std::string unsupported(const SchemaArg& a) {
                                                  "bool[]",  "Scalar[]"};
   if (std::find(known.begin(), known.end(), t) == known.end())
     return "argument " + a.name + " of type " + a.type + " has no sampler";
-  if (t == "str" && !a.defaultKnown) return "argument " + a.name + " (str) has no default to use";
+  if (t == "str" && !a.defaultKnown && !optional && !knownStrings().count(a.name))
+    return "argument " + a.name + " (str) has no default and no known values";
   if ((t == "Generator" || t == "Layout" || t == "MemoryFormat") && !optional && !a.hasDefault)
     return "argument " + a.name + " of type " + a.type + " has no sampler";
   return "";
@@ -210,6 +226,10 @@ json argValue(Ctx& c, const SchemaArg& a) {
   if (t == "float") return a.name == "eps" ? json(1e-5) : *gen::element<json>(0.5, 2.0, 1e-3, 1.0);
   if (t == "float[]") return json::array({*gen::element<json>(0.5, 2.0)});
   if (a.name == "pin_memory") return nullptr;  // pinned host memory is not the op under test
+  if (t == "str" && knownStrings().count(a.name)) {
+    const auto& values = knownStrings().at(a.name);
+    return values[*gen::atNominalSize(rc::gen::inRange<size_t>(0, values.size()))];
+  }
   if (t == "bool") return a.name == "sorted" ? json(true) : *args::boolean();  // unsorted order is unspecified
   if (t == "bool[]") return json::array({*args::boolean()});
   if (t == "ScalarType") return {{"$dtype", c.sc.dtype}};

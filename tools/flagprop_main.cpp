@@ -94,7 +94,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!why.empty()) return "--property " + v + ": " + why;
     cli.target.selection.properties.push_back(v);
   } else if (opt == "--op") {
-    if (!findOp(v))
+    if (!findOp(v) && !atenOpSchema(v))  // an excluded overload is a skip with its reason
       return "--op: no catalog op '" + v + "': " + whyExcluded(v) + " (hand-written entries: " + catalogNames() + ")";
     cli.target.selection.ops.push_back(v);
   } else if (opt == "--dtype") {

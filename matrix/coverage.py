@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Coverage of a run over many ops, from its report folders (report.json, or
+the per-target documents in targets/ when a part was stopped before it
+merged them): ops judged, excluded (with the reasons, counted), given up
+(health: most samples discarded), passing and failing, then every failure
+one line each with its reproducer.
+
+Usage: matrix/coverage.py REPORT_DIR..."""
+
+import collections
+import glob
+import json
+import os
+import sys
+
+
+def results(folder):
+    docs = []
+    try:
+        with open(os.path.join(folder, "report.json")) as f:
+            docs = json.load(f)["targets"]
+    except (OSError, ValueError, KeyError):
+        for path in sorted(glob.glob(os.path.join(folder, "targets", "*.json"))):
+            try:
+                with open(path) as f:
+                    docs.append(json.load(f))
+            except (OSError, ValueError):
+                print("unreadable:", path)
+    for doc in docs:
+        for r in doc.get("results", []):
+            yield doc.get("name", "?"), r
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__.split("\n\n")[-1])
+    by_op = collections.defaultdict(list)
+    for folder in sys.argv[1:]:
+        for target, r in results(folder):
+            if r.get("op"):
+                by_op[r["op"]].append(r)
+    excluded, health, failing, passing = collections.Counter(), [], {}, []
+    for op, rs in sorted(by_op.items()):
+        reasons = [r.get("reason", "") for r in rs]
+        if all(x.startswith("excluded: ") for x in reasons):
+            why = reasons[0][len("excluded: "):]
+            excluded["no such ATen overload in this LibTorch" if why.startswith("no ATen overload") else why] += 1
+        elif any(r["status"] in ("fail", "error") for r in rs):
+            failing[op] = [r for r in rs if r["status"] in ("fail", "error")]
+        elif all(r["status"] == "skip" for r in rs):
+            health.append(op)
+        else:
+            passing.append(op)
+    judged = len(passing) + len(failing)
+    print("ops: %d; judged %d (pass %d, fail %d); gave up (health) %d; excluded %d"
+          % (len(by_op), judged, len(passing), len(failing), len(health), sum(excluded.values())))
+    for why, n in excluded.most_common():
+        print("  excluded %4d  %s" % (n, why))
+    for op, rs in failing.items():
+        for r in rs:
+            print("%-5s %-40s %s%s" % (r["status"], r.get("key", op), r.get("reason", "")[:220].replace("\n", " "),
+                                     ("  [%s]" % r["reproducer"]) if r.get("reproducer") else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -94,7 +95,8 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!why.empty()) return "--property " + v + ": " + why;
     cli.target.selection.properties.push_back(v);
   } else if (opt == "--op") {
-    if (!findOp(v) && !atenOpSchema(v))  // an excluded overload is a skip with its reason
+    const auto& fg = flaggemsOverloads();  // an excluded or absent registered overload is a skip with its reason
+    if (!findOp(v) && !atenOpSchema(v) && std::find(fg.begin(), fg.end(), v) == fg.end())
       return "--op: no catalog op '" + v + "': " + whyExcluded(v) + " (hand-written entries: " + catalogNames() + ")";
     cli.target.selection.ops.push_back(v);
   } else if (opt == "--dtype") {

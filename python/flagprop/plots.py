@@ -17,7 +17,11 @@ def ab_plot(evidence, path, title):
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for ax, (kind, label) in zip(axes[0], panels):
         a, b = evidence[kind + "_a"], evidence[kind + "_b"]
-        ax.boxplot([a, b], labels=["A: patch on", "B: patch off"], showfliers=False)
+        names = ["A: patch on", "B: patch off"]
+        try:
+            ax.boxplot([a, b], tick_labels=names, showfliers=False)  # matplotlib >= 3.9
+        except TypeError:
+            ax.boxplot([a, b], labels=names, showfliers=False)
         for x, v in ((1, a), (2, b)):
             ax.scatter([x + (i % 7 - 3) * 0.02 for i in range(len(v))], v, s=6, alpha=0.5)
         s = evidence["summary"][kind]

@@ -13,7 +13,8 @@
 //   Tensor[]          1..3 tensors of shape S
 //   Tensor?[]         one 1-D int64 index tensor into dim 0 of the first tensor
 //   int, SymInt       named *dim* or axis: a valid dim of the first tensor,
-//                     either sign; otherwise a small int (1, 2, 0, 3, -1)
+//                     either sign; reduction: 0, 1, 2 (none, mean, sum);
+//                     otherwise a small int (1, 2, 0, 3, -1)
 //   int[], SymInt[]   named *dim*: distinct dims, either sign; named size,
 //                     sizes or shape: S; normalized_shape: S's trailing dims;
 //                     otherwise small positive ints, as many as the list's
@@ -217,6 +218,7 @@ json argValue(Ctx& c, const SchemaArg& a) {
       if (a.name == "dim") c.dimArg = d;
       return d;
     }
+    if (a.name == "reduction") return *gen::element<json>(1, 0, 2);  // at::Reduction: none, mean, sum
     return smallInt();
   }
   if (t == "int[]") return intList(c, a);
@@ -244,7 +246,8 @@ OpClass classifyOp(const OpSchema& s) {
   if (!s.cpuKernel) return no("no CPU kernel in this LibTorch: nothing to compare with");
   if (s.randomized) return no("random (tagged nondeterministic_seeded): its values are not comparable with CPU ATen's");
   const std::string base = s.name.substr(0, s.name.find('.'));
-  if (contains(base, "empty")) return no("its output is uninitialized memory");
+  if (contains(base, "empty") || base.rfind("resize", 0) == 0 || base == "_make_dep_token")
+    return no("its output is (partly) uninitialized memory");
   bool tensorReturn = false;
   for (const auto& r : s.returns) tensorReturn |= baseType(r.type).first == "Tensor" || baseType(r.type).first == "Tensor[]";
   if (!tensorReturn) return no("returns no tensor (" + (s.returns.empty() ? std::string("nothing") : s.returns[0].type) + ")");

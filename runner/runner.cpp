@@ -44,15 +44,19 @@ class PropertyTest : public testing::Test {
   void TestBody() override {
     const Target& t = session_->target();
     const std::string label = run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
-    std::cout << "[" << t.name << "] " << label << " ..." << std::flush;
+    // An excluded op's skip is a line in the report, not on the console.
+    const bool quiet = run_->quiet;
+    if (!quiet) std::cout << "[" << t.name << "] " << label << " ..." << std::flush;
     const PropertyOutcome o = runProperty(*run_, opts_->run);
     json r = o.toJson();
     if (!session_->unverified().empty()) r["unverified"] = true;  // a pinned hash or version did not match
     (*doc_)["results"].push_back(r);
     if (*sink_) (*sink_)(*session_, o, *doc_);
-    std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
-    if (o.status != "pass") std::cout << ": " << o.reason;
-    std::cout << std::endl;
+    if (!quiet) {
+      std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
+      if (o.status != "pass") std::cout << ": " << o.reason;
+      std::cout << std::endl;
+    }
     if (opts_->exitOnDeviceLost && !session_->deviceLost.empty()) {
       std::cout << "[" << t.name << "] " << session_->deviceLost << "; going on in a fresh process" << std::endl;
       std::_Exit(kDeviceLostExit);  // the document is written (sink); no destructor may touch the broken context

@@ -236,6 +236,7 @@ PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std
   run.dtype = dtype;
   run.checkKind = def.checkKind;
   const std::string why = "excluded: " + whyExcluded(op);
+  run.quiet = true;
   run.precondition = [run, why]() -> std::optional<PropertyOutcome> { return outcomeFor(run, "skip", why); };
   return run;
 }

@@ -71,6 +71,7 @@ struct PropertyRun {
   std::function<std::optional<PropertyOutcome>()> precondition;
   /// Called after the run with the outcome (e.g. to attach statistics).
   std::function<void(PropertyOutcome&)> finish;
+  bool quiet = false;  ///< its outcome goes to the report only, not the console (an excluded op's skip)
 };
 
 /// Thrown by a judge to fail a case without replacing the recorded

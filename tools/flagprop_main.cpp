@@ -47,7 +47,9 @@ options:
                       (default ./flagprop-report)
   --property ID       run only this property: P1 .. P6, or P5/OP, P5/OP/DTYPE;
                       repeatable
-  --op NAME           P5 / P6: run only this catalog op (e.g. add.Tensor); repeatable
+  --op NAME           P5 / P6: run only this op: a catalog entry or any ATen
+                      overload (e.g. add.Tensor, its entry derived from the
+                      schema); repeatable
   --dtype D           P5 / P6: run only this dtype (float32, float16, bfloat16,
                       int32); repeatable
   --cases N           generated cases per property run (default: the manifest's

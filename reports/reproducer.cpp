@@ -62,7 +62,7 @@ std::string modulesTable() {
 }  // namespace
 
 std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
-                            const PropertyOutcome& outcome) {
+                            const PropertyOutcome& outcome, const std::string& nameSuffix) {
   fs::create_directories(dir);
   const std::string name = target.value("name", std::string("target"));
   // Two manifests may share a name: the manifest path's hash keeps their files apart.
@@ -70,7 +70,7 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   std::string id = outcome.key();
   for (auto& ch : id)
     if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
-  const std::string path = (fs::path(dir) / ("repro_" + name + "_" + id + "_" + tag + ".py")).string();
+  const std::string path = (fs::path(dir) / ("repro_" + name + "_" + id + nameSuffix + "_" + tag + ".py")).string();
   std::string text = "#!/usr/bin/env python3\n\"\"\"flagprop reproducer: " + outcome.key() + " (" + outcome.title +
                      ") on target " + name + ".\n\nFinding: " + outcome.reason.substr(0, 400) +
                      "\n\nRun it with the python3 that has torch (flagprop is not needed: its Python modules\n"

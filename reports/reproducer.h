@@ -16,8 +16,9 @@ namespace flagprop {
 /// a file of the target is missing and 3 when it cannot run here (e.g. no
 /// torch, no device). `target` is the target document's `target`
 /// (Target::toJson) and `provenance` its provenance. Returns the path.
-/// Throws FileError if the file cannot be written.
+/// Throws FileError if the file cannot be written. `nameSuffix` keeps the
+/// files of a run's distinct failures apart ("_distinct2").
 std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
-                            const PropertyOutcome& outcome);
+                            const PropertyOutcome& outcome, const std::string& nameSuffix = "");
 
 }  // namespace flagprop

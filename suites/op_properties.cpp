@@ -216,6 +216,7 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   TargetSession* sp = &s;
   const OpEntry* e = &entry;
   run.judge = [sp, state, stats, e, key](const Case& c) { return judgeOpCase(*sp, *state, *stats, *e, key, c); };
+  run.distinct = 3;  // up to three distinct failures per op and dtype
   run.precondition = [sp, run, state]() -> std::optional<PropertyOutcome> {
     if (sp->deviceLost.empty() || state->lost) return std::nullopt;
     return outcomeFor(run, "error", "not run: " + sp->deviceLost + "; rerun it alone with --op " + run.op);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -66,6 +67,7 @@ struct LastFailure {
   json caseJson;
   json evidence;
   std::string why;
+  json kinds = json::array();  // the verdict's finding kinds, where it gives them
 };
 
 }  // namespace
@@ -193,6 +195,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   md.description = run.title;
   LastFailure last;
   Discards discards;
+  std::set<std::string> known;  // kinds of the failures already recorded
   auto body = [&]() {
     const Case c = *run.generator;
     if (!opts.inflightPath.empty()) writeText(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
@@ -217,17 +220,44 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     RC_TAG(result.value("tag", std::string()));
     const json v = verdictOf(result, run.id);
     if (!v.at("pass").get<bool>()) {
-      last = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>()};
+      const json kinds = v.value("kinds", json::array());
+      bool seen = !known.empty() && !kinds.empty();
+      for (const auto& k : kinds) seen = seen && known.count(k.get<std::string>()) > 0;
+      if (seen) return;  // a failure of a kind already recorded: go on looking for another
+      last = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(), kinds};
       RC_FAIL(last.why);
     }
   };
   rc::detail::TestListenerAdapter quiet;
   const auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const uint64_t seed = params.seed;
   record(out, result, last, discards);
   out.observations["discarded"] = discards.count;
+  // Distinct failures: search again with the kinds found so far counted as passes.
+  json distinct = json::array();
+  for (int k = 1; k < run.distinct && out.status == "fail" && opts.reproduce.empty(); ++k) {
+    if (last.kinds.empty()) break;
+    for (const auto& x : last.kinds) known.insert(x.get<std::string>());
+    last = {};
+    params.seed = params.seed * 6364136223846793005ull + 1442695040888963407ull;
+    const auto again = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+    PropertyOutcome extra = outcomeFor(run, "", "");
+    record(extra, again, last, discards);
+    if (extra.status != "fail" || last.kinds.empty()) break;
+    distinct.push_back({{"reason", extra.reason},
+                        {"kinds", last.kinds},
+                        {"counterexample", extra.counterexample},
+                        {"reproduce", extra.reproduce},
+                        {"observations", extra.observations}});
+  }
+  if (!distinct.empty()) {
+    out.observations["distinct_failures"] = distinct;
+    out.reason += "; and " + std::to_string(distinct.size()) + " more distinct failure(s), first: " +
+                  distinct[0].at("reason").get<std::string>().substr(0, 200);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opts.reproduce.empty())
-    out.observations["seed"] = std::to_string(params.seed);
+    out.observations["seed"] = std::to_string(seed);
   else
     out.observations["replayed"] = opts.reproduce;
   if (run.finish) run.finish(out);

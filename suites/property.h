@@ -72,6 +72,11 @@ struct PropertyRun {
   /// Called after the run with the outcome (e.g. to attach statistics).
   std::function<void(PropertyOutcome&)> finish;
   bool quiet = false;  ///< its outcome goes to the report only, not the console (an excluded op's skip)
+  /// How many distinct failures to look for: after a failure, the search
+  /// goes on (a new seed) with the kinds already found counted as passes,
+  /// and each new kind is shrunk on its own (PropertyOutcome::observations
+  /// ["distinct_failures"]). Needs the verdict's "kinds" (op runs).
+  int distinct = 1;
 };
 
 /// Thrown by a judge to fail a case without replacing the recorded

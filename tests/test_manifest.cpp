@@ -259,7 +259,7 @@ TEST(Pins, FieldsThePinSuppliesMayNotBeGivenTwice) {
 
 TEST(Manifest, MatrixExpandsRelativeToItself) {
   const auto paths = expandManifest(defaultManifest());
-  ASSERT_EQ(paths.size(), 28u);
+  ASSERT_EQ(paths.size(), 29u);
   for (const auto& p : paths) EXPECT_TRUE(fs::exists(p)) << p;
 }
 

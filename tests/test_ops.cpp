@@ -275,6 +275,29 @@ TEST(OpTeeth, APaletteCallShrinksLikeAFreeOne) {
   }
 }
 
+// Two independent faults in one op (tanh rejects 0-d inputs, and reads from
+// storage offset 0): P5 reports both, each shrunk on its own, instead of
+// stopping at the first.
+TEST(OpTeeth, TwoDistinctFaultsInOneOpAreBothReportedEachShrunk) {
+  const auto o = test::runFixtureOp("ops-two-faults", "P5", "tanh", "float32", 100);
+  ASSERT_EQ(o.status, "fail") << o.reason;
+  ASSERT_TRUE(o.observations.contains("distinct_failures")) << o.observations.dump();
+  const json& more = o.observations.at("distinct_failures");
+  ASSERT_EQ(more.size(), 1u) << more.dump();
+  std::set<std::string> kinds;
+  std::vector<json> cases = {o.counterexample, more[0].at("counterexample")};
+  for (const auto& k : more[0].at("kinds")) kinds.insert(k.get<std::string>());
+  EXPECT_TRUE(kinds.count("values") || kinds.count("raised AssertionError: Invalid dim")) << more.dump();
+  bool zeroD = false, offset = false;
+  for (const auto& c : cases) {
+    ASSERT_EQ(c.at("calls").size(), 1u) << c.dump();
+    const json& t = c.at("calls").at(0).at("tensors").at(0);
+    zeroD |= t.at("shape").empty() && t.at("offset") == 0;
+    offset |= t.at("shape") == json::array({1}) && t.at("offset") == 1;
+  }
+  EXPECT_TRUE(zeroD && offset) << o.counterexample.dump() << "\n" << more[0].at("counterexample").dump();
+}
+
 TEST(OpTeeth, WellBehavedOpsPassP5AndP6ForEveryOpAndDtype) {
   auto& s = test::fixtureSession("well-behaved");
   const auto runs = opRuns(s, {findProperty("P5"), findProperty("P6")}, Selection{});

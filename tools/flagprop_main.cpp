@@ -167,6 +167,21 @@ int runTargetCommand(const Cli& cli) {
     if (!reproDir.empty() && o.status == "fail") {
       try {
         doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
+        json& result = doc["results"].back();
+        json none = json::array();
+        json& distinct = result.contains("observations") && result["observations"].is_object() &&
+                                 result["observations"].contains("distinct_failures")
+                             ? result["observations"]["distinct_failures"]
+                             : none;
+        for (size_t i = 0; i < distinct.size(); ++i) {  // each distinct failure has its own reproducer
+          PropertyOutcome d = o;
+          d.reason = distinct[i].at("reason").get<std::string>();
+          d.counterexample = distinct[i].at("counterexample");
+          d.reproduce = distinct[i].value("reproduce", std::string());
+          d.observations = distinct[i].value("observations", json::object());
+          distinct[i]["reproducer"] =
+              writeReproducer(reproDir, doc.at("target"), s.provenance(), d, "_distinct" + std::to_string(i + 2));
+        }
       } catch (const std::exception& e) {
         doc["results"].back()["reproducer_error"] = e.what();
       }

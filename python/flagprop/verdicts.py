@@ -674,15 +674,41 @@ def op_findings(obs, case, judging):
     return out
 
 
+def finding_kind(text):
+    """The class of one P5 / P6 finding, for telling failures apart: the
+    exception type and message (numbers dropped) for a raise, else what
+    kind of finding it is (values, shape, dtype, NaN, aliasing...)."""
+    import re
+
+    text = re.sub(r"^call \d+( \([a-z]+\))?: ", "", text)
+    raised = re.search(r"the op raised ([A-Za-z_.]+): ?(.*?); CPU ATen", text)
+    if raised:
+        message = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", raised.group(2))
+        return "raised %s: %s" % (raised.group(1), message[:80])
+    for needle, kind in (("device context was lost", "lost device"), ("beyond rtol", "values"),
+                         ("select other values", "indices"), ("out of range", "indices"),
+                         ("has dtype", "dtype"), ("has shape", "shape"), ("shape [", "shape"),
+                         ("shares storage with input", "aliases an input"),
+                         ("shares storage with output", "aliases an output"),
+                         ("does not share storage", "not a view"), ("is not self", "inplace result"),
+                         ("values changed", "writes an input"), ("version counter", "writes an input"),
+                         ("metadata changed", "relayouts an input"), ("changed by a later call", "reuses outputs"),
+                         ("output(s), ATen gives", "output count"), ("differs bitwise", "patched differs")):
+        if needle in text:
+            return kind
+    return re.sub(r"-?\d+", "#", text)[:80]
+
+
 def op_verdict(findings, prop):
     """P5 (``prop`` "P5": the numerics findings) or P6 ("P6": aliasing) of
-    ``op_findings``: ``{"pass", "reason"}``; the reason is the first finding
-    and how many more there are."""
+    ``op_findings``: ``{"pass", "reason", "kinds"}``; the reason is the first
+    finding and how many more there are, ``kinds`` the ``finding_kind`` of
+    each finding."""
     f = findings["numerics" if prop == "P5" else "aliasing"]
     if not f:
         return {"pass": True, "reason": "held"}
     why = f[0] + (" (and %d more)" % (len(f) - 1) if len(f) > 1 else "")
-    return {"pass": False, "reason": why}
+    return {"pass": False, "reason": why, "kinds": sorted({finding_kind(x) for x in f})}
 
 
 # --------------------------------------------------------------------------

@@ -5,7 +5,9 @@ merged them): ops judged, excluded (with the reasons, counted), given up
 (health: most samples discarded), passing and failing, then every failure
 one line each with its reproducer.
 
-Usage: matrix/coverage.py REPORT_DIR..."""
+Usage: matrix/coverage.py [--target NAME] REPORT_DIR...
+(--target: only that target's results, e.g. aten-cpu-flaggems-overloads in
+the default run's report, whose fixture mutants fail on purpose)"""
 
 import collections
 import glob
@@ -32,12 +34,15 @@ def results(folder):
 
 
 def main():
-    if len(sys.argv) < 2:
+    args, only = sys.argv[1:], None
+    if args[:1] == ["--target"] and len(args) >= 2:
+        only, args = args[1], args[2:]
+    if not args:
         sys.exit(__doc__.split("\n\n")[-1])
     by_op = collections.defaultdict(list)
-    for folder in sys.argv[1:]:
+    for folder in args:
         for target, r in results(folder):
-            if r.get("op"):
+            if r.get("op") and (only is None or target == only):
                 by_op[r["op"]].append(r)
     excluded, health, failing, passing = collections.Counter(), [], {}, []
     for op, rs in sorted(by_op.items()):

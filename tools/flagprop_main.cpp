@@ -284,7 +284,11 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     const ChildResult r = runChild(args, cli.timeoutSeconds);
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
     if (!crashes.empty()) doc["crashes"] = crashes;
-    if (!doc.contains("crash")) return doc;
+    if (!doc.contains("crash")) {
+      fs::remove(inflight, ec);
+      fs::remove(stage, ec);
+      return doc;
+    }
     if (r.exitCode == kDeviceLostExit && !r.signal && !r.timedOut && doc.value("status", "") == "ok" &&
         restart < kMaxRestarts) {  // the lost device's result is recorded: a fresh process (and context) goes on
       auto& results = doc["results"];

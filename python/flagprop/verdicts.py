@@ -587,7 +587,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
                     if not compare_close(snap, ex["same_dtype"], rtol, atol):
                         f = ""
                     else:
-                        f += " (and beyond CPU ATen in %s too)" % case["dtype"]
+                        f += " (CPU ATen in %s differs from it as well)" % case["dtype"]
             if f:
                 numerics.append("%s: %s" % (out, f))
     # Earlier outputs unchanged by later calls (compared at the end).

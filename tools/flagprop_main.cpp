@@ -277,6 +277,13 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
   const std::string inflight = out + ".inflight", stage = out + ".stage";
   std::vector<std::string> args = childArgs(cli, self, manifest, out, junit, reproDir);
   json crashes = json::array();
+  // A fresh process for the runs left: the document so far is its --resume.
+  const auto resumeArgs = [&](int restart) {
+    auto a = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
+                       reproDir);
+    a.insert(a.end(), {"--resume", out});
+    return a;
+  };
   for (int restart = 0;; ++restart) {
     std::error_code ec;
     fs::remove(inflight, ec);
@@ -295,9 +302,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
       if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
       doc.erase("crash");
       writeText(out, jsonText(doc));
-      args = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
-                       reproDir);
-      args.insert(args.end(), {"--resume", out});
+      args = resumeArgs(restart);
       continue;
     }
     const std::string why = doc["crash"].get<std::string>();
@@ -342,9 +347,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     writeText(out, jsonText(doc));
     std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
               << "; a fresh process goes on" << std::endl;
-    args = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
-                     reproDir);
-    args.insert(args.end(), {"--resume", out});
+    args = resumeArgs(restart);
   }
 }
 

@@ -35,6 +35,7 @@ import torch
 from . import verdicts
 
 _CODE = {}
+_SIBLINGS = {}
 _STATE = {"libs": [], "compiles": [], "hooked": False}
 
 
@@ -186,10 +187,18 @@ def _is_out(arg):
 
 def functional_sibling(fn):
     """The overload of ``fn``'s op that takes the same arguments but its
-    out= ones and has none (``add.Tensor`` for ``add.out``), or None."""
+    out= ones and has none (``add.Tensor`` for ``add.out``), or None (found
+    once per overload)."""
     schema = getattr(fn, "_schema", None)
     if schema is None:
         return None
+    key = str(schema)
+    if key not in _SIBLINGS:
+        _SIBLINGS[key] = _find_sibling(schema)
+    return _SIBLINGS[key]
+
+
+def _find_sibling(schema):
     packet = getattr(torch.ops.aten, schema.name.split("::")[-1])
     want = [(a.name, str(a.type)) for a in schema.arguments if not _is_out(a)]
     for name in packet.overloads():

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -479,11 +480,19 @@ TEST(Timing, P9MeasuresAKnownHostDelayWithinTenPercent) {
   j["name"] = "timing-baseline";
   TargetSession baseline(parseTarget(j, fixturesDir() + "/targets/baseline.json", fixturesDir() + "/targets"));
   baseline.setupOps({});
-  const double withDelay = hostTiming(delayed).at("p10_delta_us").get<double>();
-  const double without = hostTiming(baseline).at("p10_delta_us").get<double>();
-  const double measured = withDelay - without;
-  RecordProperty("measured_us", std::to_string(measured));
-  EXPECT_NEAR(measured, 20.0, 2.0) << "with the delay " << withDelay << " µs, without " << without << " µs";
+  // The median of three measurements: one preempted measurement must not
+  // decide (the bound stays 20 µs +- 10 %).
+  std::vector<double> measured;
+  std::string seen;
+  for (int i = 0; i < 3; ++i) {
+    const double withDelay = hostTiming(delayed).at("p10_delta_us").get<double>();
+    const double without = hostTiming(baseline).at("p10_delta_us").get<double>();
+    measured.push_back(withDelay - without);
+    seen += " " + std::to_string(withDelay) + " - " + std::to_string(without);
+  }
+  std::sort(measured.begin(), measured.end());
+  RecordProperty("measured_us", std::to_string(measured[1]));
+  EXPECT_NEAR(measured[1], 20.0, 2.0) << "with the delay minus without, µs:" << seen;
 }
 
 TEST(Timing, P9RefusesWhenThePatchIsNotActiveAndSaysWhy) {

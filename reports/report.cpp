@@ -17,7 +17,16 @@ bool resultExpected(const json& target, const json& result) {
                         result.value("op", ""), result.value("dtype", ""));
 }
 
-json mergeReport(const json& targets, const json& runInfo) {
+json mergeReport(const json& targetsIn, const json& runInfo) {
+  json targets = targetsIn;
+  for (auto& t : targets)  // each result says what its manifest expects, so readers need not re-derive it
+    for (auto& r : t["results"]) {
+      if (!r.is_object()) continue;
+      const std::string want = expectedStatus(t.value("expect", json::object()), r.value("property", ""),
+                                              r.value("op", ""), r.value("dtype", ""));
+      r["expected"] = want.empty() ? "pass or skip" : want;
+      r["as_expected"] = resultExpected(t, r);
+    }
   json report = {{"schema", "flagprop.report/1"}, {"targets", targets}};
   json prov = runInfo;
   for (const auto& t : targets)

@@ -17,7 +17,9 @@ bool resultExpected(const json& target, const json& result);
 /// Builds the merged report from per-target JSON documents (each as written by
 /// `flagprop run-target`: name, manifest, status ok|error, error, provenance,
 /// results[]). Adds `schema`, `provenance` (seed, versions, command) and a
-/// `summary` with counts and `unexpected` (target/property pairs).
+/// `summary` with counts and `unexpected` (target/property pairs), and to
+/// every result `expected` (the status its manifest expects: a status, or
+/// "pass or skip" when the manifest names none) and `as_expected` (bool).
 json mergeReport(const json& targets, const json& runInfo);
 
 /// Markdown for a person: a table per target, then every failure with its

@@ -226,14 +226,22 @@ json argValue(Ctx& c, const SchemaArg& a) {
   if (t == "Scalar[]") return json::array({scalar(c)});
   if (t == "float" && a.name == "dropout_p") return 0.0;  // dropout draws from the generator
   if (t == "float") return a.name == "eps" ? json(1e-5) : *gen::element<json>(0.5, 2.0, 1e-3, 1.0);
-  if (t == "float[]") return json::array({*gen::element<json>(0.5, 2.0)});
+  if (t == "float[]") {
+    json out = json::array();
+    for (int i = 0; i < std::max(a.listSize, 1); ++i) out.push_back(*gen::element<json>(0.5, 2.0));
+    return out;
+  }
   if (a.name == "pin_memory") return nullptr;  // pinned host memory is not the op under test
   if (t == "str" && knownStrings().count(a.name)) {
     const auto& values = knownStrings().at(a.name);
     return values[*gen::atNominalSize(rc::gen::inRange<size_t>(0, values.size()))];
   }
   if (t == "bool") return a.name == "sorted" ? json(true) : *args::boolean();  // unsorted order is unspecified
-  if (t == "bool[]") return json::array({*args::boolean()});
+  if (t == "bool[]") {  // e.g. bool[3] output_mask: as many as the fixed size says
+    json out = json::array();
+    for (int i = 0; i < std::max(a.listSize, 1); ++i) out.push_back(*args::boolean());
+    return out;
+  }
   if (t == "ScalarType") return {{"$dtype", c.sc.dtype}};
   if (t == "Device" && !c.anyTensor) return {{"$device", true}};
   return a.defaultKnown ? a.defaultValue : json(nullptr);  // str, Generator?, Layout?, MemoryFormat?, Device?
@@ -304,10 +312,26 @@ Sampler schemaSampler(const OpSchema& schema) {
   };
 }
 
+bool integerOnly(const std::string& name) {
+  // ATen documents these as integral (and bool) ops; its CPU kernels reject
+  // floating dtypes ("bitwise_or_cpu" not implemented for 'Float').
+  static const std::vector<std::string> prefixes = {"bitwise_",  "__and__",   "__iand__",   "__or__",
+                                                    "__ior__",   "__xor__",   "__ixor__",   "__lshift__",
+                                                    "__ilshift__", "__rshift__", "__irshift__", "gcd",
+                                                    "lcm",       "bincount"};
+  const std::string base = name.substr(0, name.find('.'));
+  for (const auto& p : prefixes)
+    if (base.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 OpEntry schemaEntry(const OpSchema& s) {
   const OpClass k = classifyOp(s);
   if (k.kind == "excluded") throw std::invalid_argument(k.reason);
-  OpEntry e = Op(s.name, kFloatingAndInt32, schemaSampler(s)).tolerance({{"rule", "schema"}});
+  const bool ints = integerOnly(s.name);
+  OpEntry e = Op(s.name, ints ? std::vector<std::string>{"int32"} : kFloatingAndInt32, schemaSampler(s))
+                  .tolerance({{"rule", "schema"}});
+  if (ints) e.judging["integer_only"] = true;  // run in int32 whatever floating dtypes the target asks for
   e.judging["mode"] = k.kind;
   e.judging["reference"] = "either";  // float64 or the run's dtype: the schema says nothing of conditioning
   e.judging["schema"] = s.text;

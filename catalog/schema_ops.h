@@ -37,7 +37,13 @@ OpClass classifyOp(const OpSchema& s);
 /// and arguments from the argument types; see schema_ops.cpp.
 Sampler schemaSampler(const OpSchema& s);
 
-/// The entry for `s`: dtypes float32, float16, bfloat16, int32; the
+/// Whether an overload is one of ATen's integral-only ops (bitwise_*, the
+/// __and__ / __or__ / __xor__ / shift dunders, gcd, lcm, bincount), judged in
+/// int32 even when a target asks for floating dtypes only.
+bool integerOnly(const std::string& name);
+
+/// The entry for `s`: dtypes float32, float16, bfloat16, int32 (int32 only
+/// for integerOnly ops, with judging["integer_only"]); the
 /// "schema" tolerance rule (rtol by dtype, atol growing with the square
 /// root of the elements reduced into one output element); the class in
 /// judging["mode"]. Throws std::invalid_argument (the class's reason) when

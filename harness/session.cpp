@@ -60,7 +60,7 @@ TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)),
   const int ordinal = colon == std::string::npos ? 0 : std::stoi(target_.device.substr(colon + 1));
   provenance_["native_runtime"] = {{"hip", hipWitness(ordinal).toJson()}, {"cuda", cudaWitness(ordinal).toJson()}};
   provenance_["device"] = target_.device;
-  provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generated per case");
+  provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generate");  // the manifest's spelling
 }
 
 void TargetSession::checkHashes() {
@@ -159,6 +159,13 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     out = toJson(pyImport("flagprop.checks").attr("check")(kind, pyTarget_, fromJson(caseJson), fromJson(judging)));
   }
   out["time_us"] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& l : out.value("left_running", json::array())) {
+    // A thread is the same one however often its name recurs; a process by its command.
+    const char* id = l.value("kind", "") == "thread" ? "name" : "command";
+    bool seen = false;
+    for (const auto& k : leftRunning_) seen |= k.value("kind", "") == l.value("kind", "") && k.value(id, json()) == l.value(id, json());
+    if (!seen) leftRunning_.push_back(l);
+  }
   return out;
 }
 

@@ -53,7 +53,14 @@ class TargetSession {
   /// in which run. Later device runs of the target report `error` with it.
   std::string deviceLost;
 
+  /// Threads and child processes the code under test started in a case and
+  /// left running (flagprop.checks' `left_running`), each listed once: a
+  /// JSON array of {"kind": "thread", "name", "daemon"} or {"kind":
+  /// "process", "pid", "command"}, in the order first seen.
+  const json& leftRunning() const { return leftRunning_; }
+
  private:
+  json leftRunning_ = json::array();
   void checkHashes();
   void checkVersions();
   void pin(const std::string& key, const std::string& path, const std::string& expected, const char* what);

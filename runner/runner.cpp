@@ -10,12 +10,16 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <tuple>
 #include <iostream>
 #include <map>
 #include <set>
 #include <memory>
 #include <thread>
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,16 +50,43 @@ class PropertyTest : public testing::Test {
     const std::string label = run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
     // An excluded op's skip is a line in the report, not on the console.
     const bool quiet = run_->quiet;
-    if (!quiet) std::cout << "[" << t.name << "] " << label << " ..." << std::flush;
-    const PropertyOutcome o = runProperty(*run_, opts_->run);
+    const bool print = !quiet && opts_->verbose;
+    if (print) std::cout << "[" << t.name << "] " << label << " ..." << std::flush;
+    const size_t leftBefore = session_->leftRunning().size();
+    RunOptions ro = opts_->run;
+    if (opts_->progressFd >= 0) {
+      const int fd = opts_->progressFd;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+      const std::string what = "[" + t.name + "] " + label;
+      ro.progress = [fd, t0, last, what](int cases) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - *last < std::chrono::milliseconds(200)) return;
+        *last = now;
+        const double s = std::chrono::duration<double>(now - t0).count();
+        const std::string line = "\r\033[K" + what.substr(0, 90) + ": " + std::to_string(cases) + " cases, " +
+                                 std::to_string(static_cast<int>(s)) + " s";
+        [[maybe_unused]] const auto n = write(fd, line.data(), line.size());
+      };
+    }
+    const PropertyOutcome o = runProperty(*run_, ro);
     json r = o.toJson();
+    const json& left = session_->leftRunning();
+    if (left.size() > leftBefore) {  // started during this run and never ended: reported, not ignored
+      r["left_running"] = json(std::vector<json>(left.begin() + static_cast<long>(leftBefore), left.end()));
+      (*doc_)["left_running"] = left;
+    }
     if (!session_->unverified().empty()) r["unverified"] = true;  // a pinned hash or version did not match
     (*doc_)["results"].push_back(r);
     if (*sink_) (*sink_)(*session_, o, *doc_);
-    if (!quiet) {
+    if (print) {
       std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
       if (o.status != "pass") std::cout << ": " << o.reason;
       std::cout << std::endl;
+      for (const auto& l : r.value("left_running", json::array()))
+        std::cout << "[" << t.name << "] " << label << ": the code under test left a "
+                  << l.value("kind", "") << " running: "
+                  << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << std::endl;
     }
     if (opts_->exitOnDeviceLost && !session_->deviceLost.empty()) {
       std::cout << "[" << t.name << "] " << session_->deviceLost << "; going on in a fresh process" << std::endl;
@@ -82,14 +113,16 @@ json targetError(json doc, const std::string& why) {
   return doc;
 }
 
-int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, json& doc, const std::string& junitPath,
-               const TargetRunOptions& opts, const ResultSink& sink) {
-  std::vector<std::string> gtestArgs = {"flagprop", "--gtest_brief=1"};
-  if (!junitPath.empty()) gtestArgs.push_back("--gtest_output=xml:" + junitPath);
+int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, json& doc, const TargetRunOptions& opts,
+               const ResultSink& sink) {
+  std::vector<std::string> gtestArgs = {"flagprop"};
   std::vector<char*> argv;
   for (auto& a : gtestArgs) argv.push_back(a.data());
   int argc = static_cast<int>(argv.size());
   testing::InitGoogleTest(&argc, argv.data());
+  // flagprop prints its own lines and writes its own JUnit (from the report).
+  auto& listeners = testing::UnitTest::GetInstance()->listeners();
+  delete listeners.Release(listeners.default_result_printer());
   const std::string suite = ident(session.target().name);
   for (const auto& run : runs) {
     const PropertyRun* r = &run;
@@ -174,7 +207,7 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
   return o;
 }
 
-json runTarget(const std::string& manifest, const std::string& junitPath, const TargetRunOptions& opts,
+json runTarget(const std::string& manifest, const TargetRunOptions& opts,
                const ResultSink& sink) {
   json doc = {{"manifest", manifest}, {"name", fs::path(manifest).stem().string()}, {"status", "ok"},
               {"results", json::array()}};
@@ -202,18 +235,28 @@ json runTarget(const std::string& manifest, const std::string& junitPath, const 
   }
   if (!opts.resumeFrom.empty()) resume(opts.resumeFrom, runs, doc);
   if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
-  runAsTests(runs, *session, doc, junitPath, opts, sink);
+  runAsTests(runs, *session, doc, opts, sink);
+  if (opts.progressFd >= 0) [[maybe_unused]] const auto n = write(opts.progressFd, "\r\033[K", 4);
   doc["complete"] = true;  // the parent tells a finished target from one that died
   return doc;
 }
 
-ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds) {
+ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
   ChildResult r;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return r;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!capturePath.empty()) {
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, 3);  // the console, for the progress line
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  }
+  const int spawned = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (spawned != 0) return r;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) != pid) {
@@ -228,6 +271,33 @@ ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds) {
   if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
   return r;
+}
+
+json capturedOutput(const std::string& path, size_t keep) {
+  json out = {{"lines", 0}, {"distinct", json::array()}, {"tail", json::array()}};
+  std::ifstream in(path);
+  std::map<std::string, std::pair<size_t, size_t>> seen;  // text -> (count, first line)
+  std::vector<std::string> tail;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) continue;
+    if (line.size() > 300) line = line.substr(0, 297) + "...";
+    auto& s = seen[line];
+    if (s.first++ == 0) s.second = n;
+    ++n;
+    tail.push_back(line);
+    if (tail.size() > 12) tail.erase(tail.begin());
+  }
+  std::vector<std::tuple<size_t, size_t, std::string>> order;  // (-count, first, text)
+  for (const auto& [text, s] : seen) order.emplace_back(SIZE_MAX - s.first, s.second, text);
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size() && i < keep; ++i)
+    out["distinct"].push_back({{"text", std::get<2>(order[i])}, {"count", SIZE_MAX - std::get<0>(order[i])}});
+  out["lines"] = n;
+  out["distinct_lines"] = seen.size();
+  out["tail"] = tail;
+  return out;
 }
 
 json collectChildDocument(const std::string& outPath, const std::string& manifest, const ChildResult& r,

@@ -32,6 +32,12 @@ struct TargetRunOptions {
   /// end the process with kDeviceLostExit after recording it, so that a
   /// parent starts a fresh one for the runs left (run-target does).
   bool exitOnDeviceLost = false;
+  /// Print a line per property run to stdout (run-target without a parent
+  /// capturing its output, or --verbose).
+  bool verbose = true;
+  /// When >= 0, a file descriptor of a terminal: a progress line (target,
+  /// run, cases done, elapsed s) is rewritten on it in place as cases run.
+  int progressFd = -1;
 };
 
 /// run-target's exit status after a run lost the device: the parent resumes
@@ -44,13 +50,13 @@ constexpr int kDeviceLostExit = 75;
 using ResultSink = std::function<void(const TargetSession&, const PropertyOutcome&, json& doc)>;
 
 /// Runs one target: loads and checks it, plans its property runs and runs
-/// each as a GoogleTest test (JUnit XML to `junitPath`; a test passes when
-/// the result is what the manifest expects). Returns the target document:
+/// each as a (silent) GoogleTest test that passes when the result is what
+/// the manifest expects. Returns the target document:
 /// `name`, `manifest`, `status` (ok | error), `error` (one line),
 /// `description`, `labels`, `expect`, `target` (Target::toJson),
 /// `provenance`, `results[]` (PropertyOutcome::toJson) and `complete` (true).
 /// A bad manifest, a hash mismatch or a missing device is status `error`.
-json runTarget(const std::string& manifest, const std::string& junitPath, const TargetRunOptions& opts,
+json runTarget(const std::string& manifest, const TargetRunOptions& opts,
                const ResultSink& sink);
 
 /// How a child process ended.
@@ -61,8 +67,18 @@ struct ChildResult {
 };
 
 /// Runs `argv` (argv[0] an executable path) with the environment of this
-/// process and waits at most `timeoutSeconds`, killing it after that.
-ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds);
+/// process and waits at most `timeoutSeconds`, killing it after that. With
+/// `capturePath`, the child's stdout and stderr are appended to that file
+/// (what the code under test prints, warns or logs) and its file descriptor
+/// 3 is this process's stdout (for its progress line).
+ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "");
+
+/// What a target process printed (a runChild capture file), for the
+/// report: {"lines": total lines, "distinct": [{"text", "count"}] (the
+/// `keep` most frequent, first seen first among equals), "tail": the last
+/// 12 lines (what a process that died printed last)}. A missing or empty
+/// file gives {"lines": 0, ...}.
+json capturedOutput(const std::string& path, size_t keep = 40);
 
 /// How a child process ended, one line: "" when it exited 0 or 1 after
 /// finishing (`finished`), else "target process died with signal 11

@@ -6,6 +6,7 @@
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
 #include <chrono>
+#include <map>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -47,17 +48,20 @@ uint64_t freshSeed() {
   return (uint64_t(rd()) << 32) ^ rd();
 }
 
-// The distribution of passing cases by tag, e.g. {"active": 41, "reported-skip": 50}.
+// The distribution of passing cases by tag, sorted by class, e.g.
+// [{"class": "active", "cases": 41}, {"class": "reported-skip", "cases": 50}].
 json distribution(const rc::detail::Distribution& d) {
-  json out = json::object();
+  std::map<std::string, int> byClass;
   for (const auto& [tags, count] : d) {
     std::string k;
     for (auto t : tags) {
       if (t.size() >= 2 && t.front() == '"' && t.back() == '"') t = t.substr(1, t.size() - 2);  // RC_TAG quotes strings
       if (!t.empty()) k += (k.empty() ? "" : ",") + t;
     }
-    out[k.empty() ? "untagged" : k] = out.value(k.empty() ? "untagged" : k, 0) + count;
+    byClass[k.empty() ? "untagged" : k] += count;
   }
+  json out = json::array();
+  for (const auto& [k, n] : byClass) out.push_back({{"class", k}, {"cases", n}});
   return out;
 }
 
@@ -188,7 +192,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   rc::detail::TestParams params;
   params.maxSuccess = opts.cases > 0 ? opts.cases : run.cases;
   params.maxSize = opts.maxSize;
-  params.maxDiscardRatio = 2;
+  params.maxDiscardRatio = run.maxDiscardRatio;
   params.seed = opts.seed ? opts.seed : freshSeed();
   rc::detail::TestMetadata md;
   md.id = out.key();
@@ -196,8 +200,10 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   LastFailure last;
   Discards discards;
   std::set<std::string> known;  // kinds of the failures already recorded
+  int judged = 0;
   auto body = [&]() {
     const Case c = *run.generator;
+    if (opts.progress) opts.progress(judged++);
     if (!opts.inflightPath.empty()) writeText(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
     json result;
     try {

@@ -27,6 +27,9 @@ struct RunOptions {
   int cases = 0;          ///< RapidCheck maxSuccess; 0 = the target's `cases` / `op_cases`
   uint64_t seed = 0;      ///< RapidCheck seed; 0 = a fresh random seed
   int maxSize = 100;      ///< RapidCheck maxSize
+  /// Called after each judged case with the number judged so far (a
+  /// progress line); may be empty.
+  std::function<void(int)> progress;
   std::string reproduce;  ///< a reproduce string to replay, or empty
   /// Where the case in flight is written before it runs ({"key": run key,
   /// "case": the case's JSON}), so that a parent whose child process died
@@ -77,6 +80,10 @@ struct PropertyRun {
   /// and each new kind is shrunk on its own (PropertyOutcome::observations
   /// ["distinct_failures"]). Needs the verdict's "kinds" (op runs).
   int distinct = 1;
+  /// RapidCheck's maxDiscardRatio: samples the reference may reject per
+  /// case before the run gives up (a health skip). Schema-derived entries
+  /// take more: the schema does not say which ranks an op accepts.
+  int maxDiscardRatio = 2;
 };
 
 /// Thrown by a judge to fail a case without replacing the recorded

@@ -106,6 +106,8 @@ bool Selection::takes(const std::string& id, const std::string& op, const std::s
     return v.empty() || x.empty() || std::find(v.begin(), v.end(), x) != v.end();
   };
   if (!listed(ops, op) || !listed(dtypes, dtype)) return false;
+  // An installer property (no op) is not taken by --op / --dtype alone.
+  if (op.empty() && properties.empty()) return ops.empty() && dtypes.empty();
   if (properties.empty()) return true;
   for (const auto& f : properties)
     if (f == id || (!op.empty() && (f == id + "/" + op || f == id + "/" + op + "/" + dtype))) return true;

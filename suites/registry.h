@@ -50,7 +50,9 @@ struct Selection {
   std::vector<std::string> properties;  ///< run keys; empty = all
   std::vector<std::string> ops;         ///< catalog ops; empty = all
   std::vector<std::string> dtypes;      ///< dtypes; empty = all
-  /// Whether the selection takes run key id[/op/dtype].
+  /// Whether the selection takes run key id[/op/dtype]. An installer
+  /// property (no op) is taken when `properties` names it, or when nothing
+  /// at all is selected (not by `ops` / `dtypes` alone).
   bool takes(const std::string& id, const std::string& op = "", const std::string& dtype = "") const;
 };
 

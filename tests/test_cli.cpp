@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,7 +70,23 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
       for (const auto& r : t.at("results")) EXPECT_EQ(r.at("status"), "pass") << r.dump();
   EXPECT_TRUE(report.at("summary").at("unexpected").empty()) << report.at("summary").dump(2);
   EXPECT_TRUE(fs::exists(dir / "report.md"));
-  EXPECT_TRUE(fs::exists(dir / "junit" / "1_well-behaved.xml"));
+  EXPECT_TRUE(fs::exists(dir / "junit" / "1_fixture-well-behaved.xml"));
+  // The console: one short block per failure with what a person acts on, and
+  // none of GoogleTest's lines nor what the code under test printed.
+  EXPECT_NE(out.find("counterexample (shrunk): "), std::string::npos) << out;
+  EXPECT_NE(out.find("    reproducer: "), std::string::npos) << out;
+  EXPECT_NE(out.find("    replay: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("[  PASSED  ]"), std::string::npos) << out;
+  EXPECT_EQ(out.find("runner.cpp"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\033[K"), std::string::npos) << "no progress line without a terminal";
+  size_t lines = 0, longest = 0, cur = 0;  // per target: one screen at most
+  std::istringstream console(out);
+  for (std::string line; std::getline(console, line);) {
+    if (line.rfind("[", 0) == 0 && line.find("] ") != std::string::npos && line.find('/') < line.find("] ")) cur = 0;
+    longest = std::max(longest, ++cur);
+    ++lines;
+  }
+  EXPECT_LE(longest, 40u) << out;
   // The reproducer shows the same observations under plain python3.
   const std::string repro = r5->at("reproducer");
   std::string rout;
@@ -105,6 +122,25 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   EXPECT_FALSE(crashed->at("counterexample").is_null());
   EXPECT_EQ(report.at("targets").at(1).at("status"), "error");
   EXPECT_NE(report.at("targets").at(1).at("error").get<std::string>().find("no such file"), std::string::npos);
+  // Every target has a JUnit file, the bad manifest's and the crashed one's
+  // too, and each parses with every result under its own name and status.
+  std::string jout;
+  EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " -c \"import glob, sys, xml.etree.ElementTree as E\n"
+                   "files = sorted(glob.glob(sys.argv[1] + '/junit/*.xml'))\n"
+                   "for f in files:\n"
+                   "    s = E.parse(f).getroot().find('testsuite')\n"
+                   "    for c in s.findall('testcase'):\n"
+                   "        st = {p.get('name'): p.get('value') for p in c.iter('property')}.get('status', '-')\n"
+                   "        kids = [k.tag for k in c if k.tag != 'properties']\n"
+                   "        print(s.get('name'), c.get('name'), st, ','.join(kids) or 'ok', c.get('file'))\n"
+                   "print(len(files), 'files')\" " + dir.string(),
+               &jout),
+            0)
+      << jout;
+  EXPECT_NE(jout.find("3 files"), std::string::npos) << jout;
+  EXPECT_NE(jout.find("target - error"), std::string::npos) << "the bad manifest: an <error>\n" << jout;
+  EXPECT_NE(jout.find("P1 install status fail ok"), std::string::npos) << "an expected failure passes\n" << jout;
+  EXPECT_EQ(jout.find("runner.cpp"), std::string::npos) << jout;
   const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
   ASSERT_NE(r5, nullptr) << out;
   EXPECT_EQ(r5->at("status"), "fail");
@@ -149,6 +185,35 @@ TEST(Cli, ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn) {
         }
     EXPECT_EQ(found, 2) << target << "\n" << out;
   }
+}
+
+TEST(Cli, ThreadsAndProcessesTheCodeUnderTestLeavesRunningAreReported) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-left-running-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  const std::string targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  std::string out;
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + targets +
+                        "ops-leaves-running.json --manifest " + targets + "ops-schema-modes.json --report-dir " +
+                        dir.string(),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;  // reported, not a failure: the values are right
+  const json report = load((dir / "report.json").string());
+  bool thread = false, process = false;
+  for (const auto& t : report.at("targets")) {
+    if (t.value("name", "") != "fixture-ops-leaves-running") {
+      EXPECT_FALSE(t.contains("left_running")) << t.value("name", "") << " left nothing running: " << t.dump();
+      continue;
+    }
+    for (const auto& l : t.value("left_running", json::array())) {
+      thread |= l.value("kind", "") == "thread" && l.value("name", "") == "example-ops-poller";
+      process |= l.value("kind", "") == "process" && l.value("command", "") == "sleep 30";
+    }
+  }
+  EXPECT_TRUE(thread && process) << report.dump();
+  EXPECT_NE(out.find("left a thread running: example-ops-poller"), std::string::npos) << out;
+  EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("**left running by the code under test**"),
+            std::string::npos);
+  flagprop::removeTree(dir.string());
 }
 
 TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
@@ -210,6 +275,69 @@ TEST(Cli, AnUnverifiedRunMarksEveryResult) {
   flagprop::removeTree(dir.string());
 }
 
+TEST(Cli, FollowsCommandLineConventions) {
+  const std::string fp = std::string(FLAGPROP_BINARY), targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  std::string out;
+  EXPECT_EQ(sh(fp + " --version", &out), 0);
+  EXPECT_EQ(out.rfind("flagprop ", 0), 0u) << out;
+  for (const char* cmd : {"run", "ops", "drafts", "html", "properties"}) {
+    EXPECT_EQ(sh(fp + " " + cmd + " --help", &out), 0) << cmd;
+    EXPECT_NE(out.find("usage:"), std::string::npos) << cmd << out;
+  }
+  // A missing manifest file is a usage error: exit 2, said on stderr, no report.
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-conventions-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh(fp + " run --manifest " + targets + "no-such.json --report-dir " + dir.string() + " 2>/dev/null", &out), 2);
+  EXPECT_EQ(out.find("no such file"), std::string::npos) << "the message goes to stderr: " << out;
+  EXPECT_EQ(sh(fp + " run --manifest=" + targets + "no-such.json", &out), 2);
+  EXPECT_NE(out.find("no-such.json: no such file"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir));
+  // --list with --opt=value, --target patterns, and a selection that leaves
+  // out targets with nothing selected before any process starts.
+  EXPECT_EQ(sh(fp + " run --list --target=fixture-ops-* --target r5-silent-skip", &out), 0) << out;
+  EXPECT_NE(out.find("fixture-r5-silent-skip\t"), std::string::npos) << out;
+  EXPECT_NE(out.find("fixture-ops-returns-view\t"), std::string::npos) << out;
+  EXPECT_EQ(out.find("fixture-well-behaved\t"), std::string::npos) << out;
+  EXPECT_EQ(sh(fp + " run --list --property P1 --op tanh", &out), 0) << out;
+  EXPECT_NE(out.find("fixture-r5-silent-skip\t"), std::string::npos) << "P1 applies" << out;
+  EXPECT_EQ(out.find("fixture-ops-returns-view\t"), std::string::npos) << "no P1, no tanh" << out;
+  EXPECT_NE(out.find("with nothing selected are left out"), std::string::npos) << out;
+  EXPECT_EQ(sh(fp + " run --target nothing-matches-this", &out), 2) << out;
+  // On a terminal (script(1) gives the run one) a progress line is rewritten
+  // in place; without one there is none.
+  const std::string run = fp + " run --seed 3 --cases 30 --manifest " + targets + "ops-ulp-rare-layout.json --report-dir " +
+                          dir.string();
+  EXPECT_EQ(sh("script -qec '" + run + "' /dev/null", &out), 0) << out;
+  EXPECT_NE(out.find("\033[K[fixture-ops-ulp-rare-layout] P"), std::string::npos) << out;
+  EXPECT_NE(out.find(" cases, "), std::string::npos) << out;
+  EXPECT_EQ(sh(run + " --quiet", &out), 0) << out;
+  EXPECT_EQ(out.find("\033[K"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
+TEST(Cli, WhatTheCodeUnderTestPrintsIsCapturedAndListed) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-capture-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  std::string out;
+  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + std::string(FLAGPROP_SOURCE_DIR) +
+                        "/fixtures/targets/ops-noisy.json --report-dir " + dir.string(),
+                    &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("example-ops noise"), std::string::npos) << "not on the console\n" << out;
+  EXPECT_NE(out.find("line(s) the code under test printed"), std::string::npos) << out;
+  const json report = load((dir / "report.json").string());
+  const json& c = report.at("targets").at(0).at("captured_output");
+  EXPECT_GT(c.at("lines").get<int>(), 10) << c.dump();
+  bool warned = false, printed = false;
+  for (const auto& d : c.at("distinct")) {
+    warned |= d.at("text").get<std::string>().find("UserWarning: example-ops noise") != std::string::npos;
+    printed |= d.at("text").get<std::string>().find("example-ops noise: printed") != std::string::npos && d.at("count") > 1;
+  }
+  EXPECT_TRUE(warned && printed) << c.dump(2);
+  EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("example-ops noise"), std::string::npos);
+  flagprop::removeTree(dir.string());
+}
+
 TEST(Cli, BadUsageExitsTwoWithAMessage) {
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P10", &out), 2);
@@ -221,7 +349,7 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA", &out), 2);
   EXPECT_NE(out.find("--reproduce needs the --manifest"), std::string::npos) << out;
-  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 1);
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 2);
   EXPECT_NE(out.find("no ATen overload extra"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " properties extra", &out), 2);
   const fs::path dir = fs::temp_directory_path() / "flagprop-test-no-isolate";

@@ -9,7 +9,15 @@
 #include "reports/reproducer.h"
 #include "runner/runner.h"
 
+#include "core/python.h"
+#include "suites/registry.h"
+
+#include <ext/stdio_filebuf.h>
+#include <fnmatch.h>
+
 #include <cerrno>
+#include <chrono>
+#include <map>
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
@@ -25,48 +33,65 @@ using namespace flagprop;
 
 namespace {
 
-const char* kUsage = R"(flagprop: property-based checks for the Torch-FL x FlagGems stack
+const char* kUsageHead = R"(flagprop: property-based checks for the Torch-FL x FlagGems stack
 
 usage:
-  flagprop run [options]           run every target (default: the built-in fixture
-                                   matrix on the CPU) and write a report
+  flagprop run [options]        run every target (default: the built-in fixture
+                                matrix on the CPU) and write a report
+  flagprop drafts REPORT_DIR    write a bug-report draft per distinct failure of a
+                                report (REPORT_DIR/drafts/); `run` writes them too
+  flagprop html REPORT_DIR      write REPORT_DIR/report.html from its report.json
+  flagprop ops                  the hand-written catalog: op, dtypes, ATen schema
+  flagprop ops --flaggems       every overload FlagGems registers: how flagprop judges
+                                it (functional, inplace, out, view) or why it is excluded
+  flagprop ops NAME...          an ATen overload's schema as flagprop reads it, and its class
+  flagprop properties           the properties: id, title, when it holds
+  flagprop seed-case            the published seed case (native_layer_norm) as a case
   flagprop run-target --manifest M --out FILE [options]
-                                   run one target in this process (used by run)
-  flagprop ops                     list the hand-written catalog: op, dtypes, ATen schema
-  flagprop ops --flaggems          every overload FlagGems registers: how flagprop judges it
-                                   (functional, inplace, out, view) or why it is excluded
-  flagprop ops NAME...             an ATen overload's schema as flagprop reads it, and its class
-  flagprop seed-case               print the published seed case (native_layer_norm) as a case
-  flagprop properties              list the properties: id, title, when it holds
-  flagprop --help
+                                one target in this process (what `run` starts per target)
+  flagprop --version | --help | COMMAND --help
+)";
 
-options:
+const char* kRunOptions = R"(
+run options (--opt value or --opt=value):
   --manifest PATH     target (flagprop.target/1) or matrix (flagprop.matrix/1)
                       manifest; repeatable; default fixtures/targets/default.json
-  --report-dir DIR    where report.json, report.md, junit/ and reproducers/ go
-                      (default ./flagprop-report)
-  --property ID       run only this property: P1 .. P6, or P5/OP, P5/OP/DTYPE;
+  --target PATTERN    run only targets whose name or manifest file name (without
+                      .json) matches PATTERN (a shell pattern: fixture-ops-*); repeatable
+  --report-dir DIR    where report.json, report.md, report.html, junit/, drafts/ and
+                      reproducers/ go (default ./flagprop-report)
+  --property ID       run only this property: P1 .. P9, or P5/OP, P5/OP/DTYPE;
                       repeatable
-  --op NAME           P5 / P6: run only this op: a catalog entry or any ATen
-                      overload (e.g. add.Tensor, its entry derived from the
-                      schema); repeatable
-  --dtype D           P5 / P6: run only this dtype (float32, float16, bfloat16,
+  --op NAME           op properties (P5 - P9): only this op: a catalog entry or any
+                      ATen overload (e.g. add.Tensor, its entry derived from the
+                      schema); repeatable; installer properties then run only when
+                      --property names them
+  --dtype D           op properties: only this dtype (float32, float16, bfloat16,
                       int32); repeatable
   --cases N           generated cases per property run (default: the manifest's
-                      cases, 100, for P1-P4 and op_cases, 50, per op and dtype
-                      for P5 / P6)
+                      cases, 100, for P1-P4 and op_cases, 50, per op and dtype)
   --seed S            RapidCheck seed (default or 0: random; printed and reported)
   --reproduce STR     replay a RapidCheck reproduce string from a report (give the
                       --manifest of the run it came from)
   --timeout SEC       per-target process time limit (default 1800)
+  --list              print the targets that would run and what each runs; run nothing
+  --quiet             no progress line (there is none either when stdout is not a
+                      terminal): a line per target, its failures, the summary
+  --verbose           also a line per property run as it ends
   --no-isolate        run the (one) target in this process (for debugging: code
                       under test that ends the process ends the run, report unwritten)
   --unverified        run targets whose pinned files or versions do not match
                       (normally a target error); every result is marked unverified
 
+What the code under test prints (warnings, log records, prints) is captured per
+target and listed in report.md, not shown on the console.
+
 exit status: 0 every result as expected (pass, skip, or the manifest's
-'expect'); 1 some result unexpected; 2 bad usage.
+'expect'); 1 some result unexpected, or a target error; 2 bad usage (an
+unknown option or command, a missing manifest file, a selection that selects
+nothing).
 )";
+
 
 struct Cli {
   std::string command;
@@ -76,7 +101,17 @@ struct Cli {
   TargetRunOptions target;
   int timeoutSeconds = 1800;
   bool isolate = true;
+  bool list = false, quiet = false, verbose = false;
+  std::vector<std::string> targetPatterns;  // --target
+  int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
+  bool progress = false;                     // run-target: a progress line on consoleFd
 };
+
+std::string ident(std::string s) {
+  for (auto& c : s)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  return s;
+}
 
 // A decimal number that fits in 64 bits (no sign, no overflow).
 bool number(const std::string& s, unsigned long long& out) {
@@ -90,8 +125,15 @@ bool number(const std::string& s, unsigned long long& out) {
 // One option with a value; returns "" or the usage error.
 std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) {
   unsigned long long n = 0;
-  if (opt == "--manifest") cli.manifests.push_back(v);
-  else if (opt == "--report-dir") cli.reportDir = v;
+  if (opt == "--manifest") {
+    std::error_code ec;
+    if (!fs::is_regular_file(v, ec)) return "--manifest " + v + ": no such file";
+    cli.manifests.push_back(v);
+  } else if (opt == "--report-dir") cli.reportDir = v;
+  else if (opt == "--target") {
+    if (v.empty()) return "--target needs a name or a shell pattern";
+    cli.targetPatterns.push_back(v);
+  }
   else if (opt == "--property") {
     const std::string why = checkRunKey(v);
     if (!why.empty()) return "--property " + v + ": " + why;
@@ -124,7 +166,10 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!number(v, n) || n == 0 || n > 604800) return "--timeout needs a number of seconds from 1 to 604800";
     cli.timeoutSeconds = static_cast<int>(n);
   } else if (opt == "--out" && cli.command == "run-target") cli.out = v;
-  else if (opt == "--junit" && cli.command == "run-target") cli.junit = v;
+  else if (opt == "--console-fd" && cli.command == "run-target") {
+    if (!number(v, n) || n > 1024) return "--console-fd needs a file descriptor";
+    cli.consoleFd = static_cast<int>(n);
+  }
   else if (opt == "--repro-dir" && cli.command == "run-target") cli.reproDir = v;
   else if (opt == "--resume" && cli.command == "run-target") cli.target.resumeFrom = v;
   else return "unknown option '" + opt + "' (try flagprop --help)";
@@ -136,20 +181,30 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
   cli.command = args[0];
   if (cli.command != "run" && cli.command != "run-target")
     return "unknown command '" + cli.command + "' (try flagprop --help)";
+  const std::map<std::string, bool*> flags = {{"--no-isolate", nullptr}, {"--unverified", &cli.target.unverified},
+                                              {"--list", &cli.list},        {"--quiet", &cli.quiet},
+                                              {"--verbose", &cli.verbose},  {"--progress", &cli.progress}};
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--no-isolate") {
-      cli.isolate = false;
+    std::string opt = args[i], value;
+    const auto eq = opt.find('=');
+    const bool inlineValue = opt.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inlineValue) {  // --opt=value
+      value = opt.substr(eq + 1);
+      opt = opt.substr(0, eq);
+    }
+    if (flags.count(opt)) {
+      if (inlineValue) return opt + " takes no value";
+      if (opt == "--no-isolate") cli.isolate = false;
+      else *flags.at(opt) = true;
       continue;
     }
-    if (args[i] == "--unverified") {
-      cli.target.unverified = true;
-      continue;
+    if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
+    if (!inlineValue) {
+      if (i + 1 >= args.size()) return opt + " needs a value";
+      value = args[++i];
     }
-    if (args[i].rfind("--", 0) != 0) return "unexpected argument '" + args[i] + "' (try flagprop --help)";
-    if (i + 1 >= args.size()) return args[i] + " needs a value";
-    const std::string why = applyOption(cli, args[i], args[i + 1]);
+    const std::string why = applyOption(cli, opt, value);
     if (!why.empty()) return why;
-    ++i;
   }
   if (cli.command == "run-target" && (cli.manifests.size() != 1 || cli.out.empty()))
     return "run-target needs exactly one --manifest and --out";
@@ -198,11 +253,17 @@ int runTargetCommand(const Cli& cli) {
     writeText(outPath, jsonText(doc));
   };
   TargetRunOptions opts = cli.target;
+  if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
+    static __gnu_cxx::stdio_filebuf<char> console(cli.consoleFd, std::ios::out);
+    std::cout.rdbuf(&console);
+    opts.verbose = cli.verbose;
+    opts.progressFd = cli.progress ? cli.consoleFd : -1;
+  }
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   opts.docPath = outPath;
   opts.exitOnDeviceLost = true;
   setenv("FLAGPROP_STAGE_FILE", (outPath + ".stage").c_str(), 1);  // and this (flagprop.ops._stage)
-  const json doc = runTarget(cli.manifests[0], cli.junit, opts, sink);
+  const json doc = runTarget(cli.manifests[0], opts, sink);
   writeText(outPath, jsonText(doc));
   if (doc.value("status", "") != "ok") return 1;
   for (const auto& r : doc.at("results"))
@@ -214,6 +275,7 @@ int runTargetCommand(const Cli& cli) {
 // are cleared so they cannot be mistaken for this run's. Returns "" or why not.
 std::string prepareReportDir(const std::string& dir) {
   std::error_code ec;
+  static const char* kSubs[] = {"targets", "junit", "reproducers", "drafts", "plots"};
   if (fs::exists(dir, ec)) {
     const bool empty = fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
     bool ours = false;
@@ -222,17 +284,21 @@ std::string prepareReportDir(const std::string& dir) {
     } catch (const std::exception&) {
     }
     if (!empty && !ours) return "--report-dir " + dir + " exists and holds no flagprop report; choose a new or empty folder";
-    if (ours)
-      for (const char* sub : {"targets", "junit", "reproducers"}) removeTree((fs::path(dir) / sub).string());
+    if (ours) {
+      for (const char* sub : kSubs) removeTree((fs::path(dir) / sub).string());
+      fs::remove(fs::path(dir) / "report.html", ec);
+    }
   }
   for (const char* sub : {"targets", "junit", "reproducers"}) fs::create_directories(fs::path(dir) / sub, ec);
   return ec ? "cannot create --report-dir " + dir + ": " + ec.message() : "";
 }
 
 std::vector<std::string> childArgs(const Cli& cli, const std::string& self, const std::string& manifest,
-                                   const std::string& out, const std::string& junit, const std::string& repro) {
-  std::vector<std::string> a = {self, "run-target", "--manifest", manifest, "--out", out, "--junit", junit,
+                                   const std::string& out, const std::string& repro) {
+  std::vector<std::string> a = {self, "run-target", "--manifest", manifest, "--out", out, "--console-fd", "3",
                                 "--seed", std::to_string(cli.target.run.seed), "--repro-dir", repro};
+  if (cli.verbose) a.push_back("--verbose");
+  if (!cli.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
   if (cli.target.run.cases) a.insert(a.end(), {"--cases", std::to_string(cli.target.run.cases)});
   if (!cli.target.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", cli.target.run.reproduce});
   for (const auto& p : cli.target.selection.properties) a.insert(a.end(), {"--property", p});
@@ -242,20 +308,76 @@ std::vector<std::string> childArgs(const Cli& cli, const std::string& self, cons
   return a;
 }
 
-// Expands the manifests into target paths; a manifest that cannot be read
-// becomes a target error document.
-std::vector<std::string> targetPaths(const std::vector<std::string>& manifests, json& docs) {
-  std::vector<std::string> out;
+// A target to run: its manifest path, its name (from the manifest; the file
+// name without .json where it cannot be read) and, when it could not be
+// loaded, why (a target error in the report).
+struct Planned {
+  std::string path, name, error;
+  std::unique_ptr<Target> target;
+};
+
+// Whether `t` has a run `sel` takes (checked before a process is started
+// for it). Conservative: an op property is taken when some op of the
+// target's catalog and some dtype (its own list, or any) is.
+bool mayRun(const Target& t, const Selection& sel) {
+  std::vector<std::string> ops = t.catalogOps;
+  if (ops.empty())
+    for (const auto& e : catalog()) ops.push_back(e.name);
+  const std::vector<std::string> dtypes = t.dtypes.empty() ? std::vector<std::string>{""} : t.dtypes;
+  for (const auto& id : targetProperties(t)) {
+    const PropertyDef* d = findProperty(id);
+    if (!d) continue;
+    if (d->scope != PropertyDef::Scope::Op) {
+      if (sel.takes(id)) return true;
+      continue;
+    }
+    for (const auto& op : ops)
+      for (const auto& dt : dtypes)
+        if (sel.takes(id, op, dt)) return true;
+  }
+  return false;
+}
+
+// Expands the manifests into targets; a manifest that cannot be read or a
+// target that cannot be loaded becomes a target error document.
+std::vector<Planned> planTargets(const std::vector<std::string>& manifests, json& docs) {
+  std::vector<Planned> out;
   for (const auto& m : manifests) {
+    std::vector<std::string> paths;
     try {
-      for (const auto& p : expandManifest(m)) out.push_back(p);
+      paths = expandManifest(m);
     } catch (const std::exception& e) {
-      std::cout << "error: " << e.what() << std::endl;
-      docs.push_back({{"name", fs::path(m).stem().string()}, {"manifest", m}, {"status", "error"},
+      std::string name = fs::path(m).stem().string();
+      docs.push_back({{"name", name}, {"manifest", fs::absolute(m).string()}, {"status", "error"},
                       {"error", e.what()}, {"results", json::array()}});
+      continue;
+    }
+    for (const auto& p : paths) {
+      Planned t;
+      t.path = p;
+      t.name = fs::path(p).stem().string();
+      try {
+        t.target = std::make_unique<Target>(loadTarget(p));
+        t.name = t.target->name;
+      } catch (const std::exception& e) {
+        try {  // the manifest's own name where it has one
+          t.name = json::parse(readFile(p)).value("name", t.name);
+        } catch (const std::exception&) {
+        }
+        t.error = e.what();
+      }
+      out.push_back(std::move(t));
     }
   }
   return out;
+}
+
+bool matchesAny(const std::vector<std::string>& patterns, const Planned& t) {
+  if (patterns.empty()) return true;
+  const std::string stem = fs::path(t.path).stem().string();
+  for (const auto& p : patterns)
+    if (fnmatch(p.c_str(), t.name.c_str(), 0) == 0 || fnmatch(p.c_str(), stem.c_str(), 0) == 0) return true;
+  return false;
 }
 
 json runInfo(const Cli& cli, const std::string& self, const std::vector<std::string>& argv, const std::string& dir) {
@@ -273,14 +395,14 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
 constexpr int kMaxRestarts = 50;
 
 json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
-                 const std::string& junit, const std::string& reproDir) {
+                 const std::string& reproDir) {
   const std::string inflight = out + ".inflight", stage = out + ".stage";
-  std::vector<std::string> args = childArgs(cli, self, manifest, out, junit, reproDir);
+  const std::string capture = out.substr(0, out.size() - 5) + ".output.txt";  // what the code under test printed
+  std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
   json crashes = json::array();
   // A fresh process for the runs left: the document so far is its --resume.
   const auto resumeArgs = [&](int restart) {
-    auto a = childArgs(cli, self, manifest, out, junit.substr(0, junit.size() - 4) + "_" + std::to_string(restart + 2) + ".xml",
-                       reproDir);
+    auto a = childArgs(cli, self, manifest, out, reproDir);
     a.insert(a.end(), {"--resume", out});
     return a;
   };
@@ -288,8 +410,10 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     std::error_code ec;
     fs::remove(inflight, ec);
     fs::remove(stage, ec);
-    const ChildResult r = runChild(args, cli.timeoutSeconds);
+    const ChildResult r = runChild(args, cli.timeoutSeconds, capture);
+    if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
+    doc["captured_output"] = capturedOutput(capture);
     if (!crashes.empty()) doc["crashes"] = crashes;
     if (!doc.contains("crash")) {
       fs::remove(inflight, ec);
@@ -351,14 +475,58 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
   }
 }
 
+// Writes report.html and the bug-report drafts (flagprop.htmlreport,
+// flagprop.drafts) for the report in `dir`; returns "" or what failed.
+std::string writeHtmlAndDrafts(const std::string& dir, bool drafts) {
+  try {
+    ensureInterpreter();
+    py::gil_scoped_acquire gil;
+    pyImport("flagprop.htmlreport").attr("write")(dir);
+    if (drafts) pyImport("flagprop.drafts").attr("write")(dir);
+    return "";
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    return what.substr(0, what.find('\n'));
+  }
+}
+
 // `flagprop run`: every target in a child process, one merged report.
 int runCommand(Cli cli, const std::string& self, const std::vector<std::string>& argv) {
   if (cli.target.run.seed == 0) cli.target.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   if (cli.manifests.empty()) cli.manifests.push_back(defaultManifest());
   json docs = json::array();
-  const auto paths = targetPaths(cli.manifests, docs);
-  if (!cli.isolate && paths.size() != 1) {
-    std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << paths.size() << std::endl;
+  auto planned = planTargets(cli.manifests, docs);
+  std::vector<Planned> chosen;
+  size_t unselected = 0;
+  for (auto& t : planned) {
+    const bool selected = matchesAny(cli.targetPatterns, t) && (!t.target || mayRun(*t.target, cli.target.selection));
+    if (selected) chosen.push_back(std::move(t));
+    else ++unselected;
+  }
+  if (chosen.empty() && docs.empty()) {
+    std::cerr << "flagprop: nothing to run: --target / --property / --op / --dtype select no run of any of the "
+              << planned.size() << " target(s)\n";
+    return 2;
+  }
+  if (cli.list) {
+    for (const auto& t : chosen) {
+      std::cout << t.name << "\t" << t.path;
+      if (!t.target) {
+        std::cout << "\ttarget error: " << t.error << "\n";
+        continue;
+      }
+      std::string props;
+      for (const auto& p : targetProperties(*t.target)) props += (props.empty() ? "" : ",") + p;
+      std::cout << "\t" << t.target->device << "\t" << props;
+      if (!t.target->catalogOps.empty()) std::cout << "\t" << t.target->catalogOps.size() << " ops";
+      std::cout << "\n";
+    }
+    for (const auto& d : docs) std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "") << "\n";
+    if (unselected) std::cout << "(" << unselected << " target(s) with nothing selected are left out)\n";
+    return 0;
+  }
+  if (!cli.isolate && chosen.size() != 1) {
+    std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << chosen.size() << std::endl;
     return 2;
   }
   const std::string why = prepareReportDir(cli.reportDir);
@@ -367,34 +535,55 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     return 2;
   }
   const std::string dir = fs::absolute(cli.reportDir).string();
-  std::cout << "flagprop: " << paths.size() << " target(s), "
+  const json info = runInfo(cli, self, argv, dir);
+  std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
+            << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string()) << ", "
             << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)
                                                  : std::string("replaying a reproduce string"))
             << ", report in " << dir << std::endl;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const std::string stem = std::to_string(i + 1) + "_" + fs::path(paths[i]).stem().string();
-    const std::string out = dir + "/targets/" + stem + ".json", junit = dir + "/junit/" + stem + ".xml";
-    std::cout << "== target " << i + 1 << "/" << paths.size() << ": " << paths[i] << std::endl;
-    if (!cli.isolate) {
+  const size_t total = chosen.size() + docs.size();
+  size_t index = 0;
+  const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
+    const std::string stem = std::to_string(++index) + "_" + ident(doc.value("name", std::string("target")));
+    writeText(dir + "/junit/" + stem + ".xml", junitXml(doc, info));
+    printTargetResult(doc, info, index, total, seconds, std::cout);
+    docs.push_back(std::move(doc));
+  };
+  json errors = docs;  // manifests that could not be read: reported first
+  docs = json::array();
+  for (auto& d : errors) finish(d, 0.0);
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string stem = std::to_string(docs.size() + 1) + "_" + fs::path(chosen[i].path).stem().string();
+    const std::string out = dir + "/targets/" + stem + ".json";
+    json doc;
+    if (!chosen[i].error.empty()) {
+      doc = {{"name", chosen[i].name}, {"manifest", chosen[i].path}, {"status", "error"}, {"error", chosen[i].error},
+             {"results", json::array()}};
+    } else if (!cli.isolate) {
       Cli child = cli;
       child.command = "run-target";
-      child.manifests = {paths[i]};
-      child.out = out, child.junit = junit, child.reproDir = dir + "/reproducers";
+      child.manifests = {chosen[i].path};
+      child.out = out, child.reproDir = dir + "/reproducers";
       runTargetCommand(child);
-      docs.push_back(json::parse(readFile(out)));
-      continue;
+      doc = json::parse(readFile(out));
+    } else {
+      doc = runIsolated(cli, self, chosen[i].path, out, dir + "/reproducers");
+      if (doc.value("name", "") == fs::path(chosen[i].path).stem().string()) doc["name"] = chosen[i].name;
     }
-    docs.push_back(runIsolated(cli, self, paths[i], out, junit, dir + "/reproducers"));
+    finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  const json report = mergeReport(docs, runInfo(cli, self, argv, dir));
+  const json report = mergeReport(docs, info);
   writeText(dir + "/report.json", jsonText(report));
   writeText(dir + "/report.md", renderMarkdown(report));
+  const std::string htmlWhy = writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty());
   printSummary(report, std::cout);
-  std::cout << "report: " << dir << "/report.json (and report.md, junit/, reproducers/)" << std::endl;
+  std::cout << "report: " << dir << "/report.md (and report.html, report.json, junit/, drafts/, reproducers/)" << std::endl;
+  if (!htmlWhy.empty()) std::cout << "flagprop: report.html / drafts not written: " << htmlWhy << std::endl;
   size_t results = 0;
   for (const auto& t : docs) results += t.value("results", json::array()).size();
   if (results == 0 && report.at("summary").value("target_errors", 0) == 0) {
-    std::cout << "flagprop: nothing ran: --property / --op / --dtype select no run of any target" << std::endl;
+    std::cerr << "flagprop: nothing ran: --property / --op / --dtype select no run of any target" << std::endl;
     return 2;
   }
   return report.at("summary").at("unexpected").empty() ? 0 : 1;
@@ -449,7 +638,7 @@ int opsCommand(const std::vector<std::string>& names) {
     const auto s = atenOpSchema(n);
     if (!s) {
       std::cerr << "flagprop: no ATen overload " << n << " in this LibTorch (" << libtorchVersion() << ")\n";
-      rc = 1;
+      rc = 2;
       continue;
     }
     json j = schemaJson(*s);
@@ -467,17 +656,58 @@ std::string selfPath(const char* argv0) {
   return len > 0 ? std::string(buf, static_cast<size_t>(len)) : std::string(argv0);
 }
 
+// The help of one command (or all of them): what `COMMAND --help` prints.
+void printHelp(const std::string& command) {
+  std::cout << kUsageHead;
+  if (command.empty() || command == "run" || command == "run-target") std::cout << kRunOptions;
+}
+
+// `flagprop drafts DIR` / `flagprop html DIR`: from an existing report.
+int reportCommand(const std::string& what, const std::vector<std::string>& args) {
+  if (args.size() != 1 || args[0].rfind("--", 0) == 0) {
+    std::cerr << "flagprop: usage: flagprop " << what << " REPORT_DIR\n";
+    return 2;
+  }
+  if (!fs::is_regular_file(fs::path(args[0]) / "report.json")) {
+    std::cerr << "flagprop: " << args[0] << " holds no report.json (give the --report-dir of a run)\n";
+    return 2;
+  }
+  try {
+    ensureInterpreter();
+    py::gil_scoped_acquire gil;
+    if (what == "html") {
+      std::cout << pyImport("flagprop.htmlreport").attr("write")(fs::absolute(args[0]).string()).cast<std::string>() << "\n";
+    } else {
+      for (const auto& p : pyImport("flagprop.drafts").attr("write")(fs::absolute(args[0]).string()))
+        std::cout << py::str(p).cast<std::string>() << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "flagprop: " << what << ": " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
+  if (args.empty()) {
+    printHelp("");
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    printHelp(args.size() > 1 ? args[1] : "");
+    return 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "flagprop " << FLAGPROP_VERSION << " (LibTorch " << libtorchVersion() << ", python "
+              << FLAGPROP_PYTHON_EXE << ")\n";
+    return 0;
   }
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
+      printHelp(args[0]);
       return 0;
     }
   if (args[0] == "seed-case" && args.size() == 1) {
@@ -485,10 +715,11 @@ int main(int argc, char** argv) {
     std::cout << toJson(seed).dump() << "\n";
     return 0;
   }
+  if (args[0] == "drafts" || args[0] == "html") return reportCommand(args[0], {args.begin() + 1, args.end()});
   if (args[0] == "ops" && args.size() > 1) return opsCommand({args.begin() + 1, args.end()});
-  if (args[0] == "ops" || args[0] == "properties") {
+  if (args[0] == "ops" || args[0] == "properties" || args[0] == "seed-case") {
     if (args.size() == 1) return listCommand(args[0]);
-    std::cerr << "flagprop: " << args[0] << " takes no arguments\n";
+    std::cerr << "flagprop: " << args[0] << " takes no arguments (try flagprop " << args[0] << " --help)\n";
     return 2;
   }
   Cli cli;

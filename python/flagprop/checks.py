@@ -14,6 +14,8 @@ Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
 always passes, or says why it refused).
 """
 
+import threading
+
 from . import hits, ops, session, streams, timing, verdicts
 
 
@@ -97,7 +99,61 @@ def _timing(target, case):
     return out
 
 
+def _children():
+    """{pid: command line} of this process's live child processes, from
+    /proc/self/task/TID/children of the calling thread (Linux; the code under
+    test runs on it); {} where the kernel does not offer the file."""
+    try:
+        with open("/proc/self/task/%d/children" % threading.get_native_id()) as f:
+            pids = [int(p) for p in f.read().split()]
+    except (OSError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue  # ended, not yet reaped: not running
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            if not command:  # between fork and exec
+                with open("/proc/%d/comm" % pid) as f:
+                    command = "[%s]" % f.read().strip()
+            out[pid] = command
+        except (OSError, IndexError):
+            pass  # ended meanwhile
+    return out
+
+
+def _left_running(threads_before, children_before):
+    """What the case started and left running: a list of {"kind": "thread",
+    "name", "daemon"} and {"kind": "process", "pid", "command"} (threads by
+    ``threading.enumerate``, processes by ``_children``)."""
+    out = []
+    for t in threading.enumerate():
+        if t.ident not in threads_before and t.is_alive():
+            out.append({"kind": "thread", "name": t.name, "daemon": t.daemon})
+    for pid, command in _children().items():
+        if pid not in children_before:
+            out.append({"kind": "process", "pid": pid, "command": command[:200]})
+    return out
+
+
 def check(kind, target, case, judging=None):
+    """``_check``, and what the case left running: a thread or child process
+    the code under test started and did not end is listed in the result's
+    ``left_running`` (see ``_left_running``), which the C++ session gathers
+    per target and the report lists."""
+    threads_before = {t.ident for t in threading.enumerate()}
+    children_before = _children()
+    result = _check(kind, target, case, judging)
+    left = _left_running(threads_before, children_before)
+    if left and isinstance(result, dict):
+        result["left_running"] = left
+    return result
+
+
+def _check(kind, target, case, judging=None):
     """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
     (the verdict), ``tag`` (the case's class, for the distribution of passing
     runs) and ``evidence`` (what a finding shows); for ``op`` instead
@@ -186,6 +242,7 @@ def describe(kind, result):
         return ["%s: %s" % (f, ev.get(f)) for f in streams.FACTS] + ["launches: %s" % ev.get("launches")]
     if kind == "hits":
         return ["fast path: %s" % ev["fast_path"]] + [
-            "kernel %s: run %d (stock %d), key %d (stock %d)" % (n, k["run"], k["run_stock"], k["key"], k["key_stock"])
-            for n, k in sorted(ev["kernels"].items())]
+            "kernel %s: run %d (stock %d), key %d (stock %d)" % (k["name"], k["run"], k["run_stock"], k["key"],
+                                                                k["key_stock"])
+            for k in ev["kernels"]]
     return _describe_op(ev)

@@ -2,7 +2,9 @@
 
 #include "suites/registry.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include <cstdio>
 #include <fstream>
@@ -13,13 +15,37 @@
 namespace flagprop {
 
 bool resultExpected(const json& target, const json& result) {
+  if (result.contains("as_expected")) return result.at("as_expected").get<bool>();  // a merged report's result says
   return statusExpected(target.value("expect", json::object()), result.value("status", ""), result.value("property", ""),
                         result.value("op", ""), result.value("dtype", ""));
 }
 
+namespace {
+// A manifest's `expect` ({"P5/op/dtype": status}) as report.json states it:
+// no run keys as object keys, one entry per key with its parts as fields,
+// [{"property": "P5", "op": "tanh", "dtype": "float16", "status": "fail"}]
+// (op and dtype only where the key names them).
+json expectEntries(const json& expect) {
+  json out = json::array();
+  for (auto it = expect.begin(); it != expect.end(); ++it) {
+    const std::string& k = it.key();
+    const auto opAt = k.find('/');
+    json e = {{"property", k.substr(0, opAt)}};
+    if (opAt != std::string::npos) {
+      const auto dtypeAt = k.find('/', opAt + 1);
+      e["op"] = k.substr(opAt + 1, dtypeAt == std::string::npos ? std::string::npos : dtypeAt - opAt - 1);
+      if (dtypeAt != std::string::npos) e["dtype"] = k.substr(dtypeAt + 1);
+    }
+    e["status"] = it.value();
+    out.push_back(e);
+  }
+  return out;
+}
+}  // namespace
+
 json mergeReport(const json& targetsIn, const json& runInfo) {
   json targets = targetsIn;
-  for (auto& t : targets)  // each result says what its manifest expects, so readers need not re-derive it
+  for (auto& t : targets) {  // each result says what its manifest expects, so readers need not re-derive it
     for (auto& r : t["results"]) {
       if (!r.is_object()) continue;
       const std::string want = expectedStatus(t.value("expect", json::object()), r.value("property", ""),
@@ -27,6 +53,10 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       r["expected"] = want.empty() ? "pass or skip" : want;
       r["as_expected"] = resultExpected(t, r);
     }
+    if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
+  }
+  for (auto& t : targets)
+    if (t.contains("results") && opCoverage(t).value("ops", 0) > 0) t["coverage"] = opCoverage(t);
   json report = {{"schema", "flagprop.report/1"}, {"targets", targets}};
   json prov = runInfo;
   for (const auto& t : targets)
@@ -76,6 +106,10 @@ std::string cell(std::string s, size_t max = 110) {
 namespace {
 // The status a manifest's `expect` wants for a result (pass when unnamed).
 std::string expectedStatusOf(const json& target, const json& r) {
+  if (r.contains("expected")) {  // a merged report's result says
+    const std::string e = r.value("expected", "");
+    return e == "pass or skip" ? "pass" : e;
+  }
   const std::string want = expectedStatus(target.value("expect", json::object()), r.value("property", ""),
                                           r.value("op", ""), r.value("dtype", ""));
   return want.empty() ? "pass" : want;
@@ -127,8 +161,8 @@ std::string fastPathCell(const std::string& id, const json& o) {
                      std::to_string(o.at("hits").value("runs", 0));
   std::string cell;
   if (o.contains("distribution"))
-    for (auto it = o.at("distribution").begin(); it != o.at("distribution").end(); ++it)
-      cell += (cell.empty() ? "" : "; ") + it.key() + " " + it.value().dump();
+    for (const auto& d : o.at("distribution"))
+      cell += (cell.empty() ? "" : "; ") + d.value("class", "") + " " + std::to_string(d.value("cases", 0));
   else if (o.contains("fast_path"))
     cell = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
   return cell;
@@ -149,6 +183,68 @@ void timingSection(std::ostringstream& md, const json& t) {
   if (any) md << "\n";
 }
 
+}  // namespace
+
+json opCoverage(const json& target) {
+  std::map<std::string, std::vector<const json*>> byOp;
+  static const json none = json::array();
+  const json& results = target.contains("results") ? target.at("results") : none;  // pointers into it are kept
+  for (const auto& r : results)
+    if (r.contains("op")) byOp[r.value("op", "")].push_back(&r);
+  json c = {{"ops", byOp.size()}, {"judged", 0}, {"pass", 0}, {"fail", 0}, {"distinct_failures", 0},
+            {"gave_up", 0}, {"excluded", 0}, {"excluded_because", json::array()}};
+  std::map<std::string, int> why;
+  for (const auto& [op, rs] : byOp) {
+    bool allExcluded = true, anyFail = false, allSkip = true;
+    int distinct = 0;
+    for (const json* r : rs) {
+      const std::string st = r->value("status", ""), reason = r->value("reason", "");
+      allExcluded &= reason.rfind("excluded: ", 0) == 0;
+      allSkip &= st == "skip";
+      if (st == "fail" || st == "error") {
+        anyFail = true;
+        distinct += 1 + static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
+      }
+    }
+    if (allExcluded) {
+      std::string w = rs.front()->value("reason", "").substr(10);
+      if (w.rfind("no ATen overload", 0) == 0) w = "no such ATen overload in this LibTorch";
+      ++why[w];
+      c["excluded"] = c["excluded"].get<int>() + 1;
+    } else if (anyFail) {
+      c["fail"] = c["fail"].get<int>() + 1;
+      c["distinct_failures"] = c["distinct_failures"].get<int>() + distinct;
+    } else if (allSkip) {
+      c["gave_up"] = c["gave_up"].get<int>() + 1;
+    } else {
+      c["pass"] = c["pass"].get<int>() + 1;
+    }
+  }
+  c["judged"] = c["pass"].get<int>() + c["fail"].get<int>();
+  std::vector<std::pair<int, std::string>> sorted;
+  for (const auto& [w, n] : why) sorted.push_back({-n, w});
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [n, w] : sorted) c["excluded_because"].push_back({{"reason", w}, {"ops", -n}});
+  return c;
+}
+
+namespace {
+
+// The coverage line of a target with many ops (catalog "flaggems").
+void coverageLine(std::ostringstream& md, const json& t) {
+  const json c = opCoverage(t);
+  if (c.value("ops", 0) < 20) return;
+  md << "Coverage: " << c.value("ops", 0) << " ops; **judged " << c.value("judged", 0) << "** (pass "
+     << c.value("pass", 0) << ", fail " << c.value("fail", 0) << " with " << c.value("distinct_failures", 0)
+     << " distinct failures); gave up (health: CPU ATen rejected most samples) " << c.value("gave_up", 0)
+     << "; excluded " << c.value("excluded", 0);
+  std::string why;
+  for (const auto& e : c.at("excluded_because"))
+    why += (why.empty() ? "" : "; ") + e.value("reason", "") + ": " + std::to_string(e.value("ops", 0));
+  if (!why.empty()) md << " (" << why << ")";
+  md << ".\n\n";
+}
+
 // Per op and dtype: each op property's status, cases, the fast path, the
 // compilations per 100 cases and where the time went.
 void opTable(std::ostringstream& md, const json& t) {
@@ -159,37 +255,42 @@ void opTable(std::ostringstream& md, const json& t) {
   const auto columns = opColumns(t);
   md << "| op | dtype";
   for (const auto* c : columns) md << " | " << c->id << " " << c->title;
-  md << " | cases | fast path | compilations / 100 cases | reference / device op / harness |\n|---|---";
-  for (size_t i = 0; i < columns.size() + 4; ++i) md << "|---";
+  md << " | cases (discarded) | fast path | compilations / 100 cases | reference / device op / harness | note |\n|---|---";
+  for (size_t i = 0; i < columns.size() + 5; ++i) md << "|---";
   md << "|\n";
   for (const auto& [key, props] : rows) {
     md << "| " << key.first << " | " << key.second;
-    std::string cases, fastPath;
+    std::string cases, fastPath, note;
     json stats;
     for (const auto* c : columns) {
       const auto it = props.find(c->id);
-      cases += std::string(cases.empty() ? "" : " / ") + (it == props.end() ? "-" : std::to_string(it->second.value("cases_run", 0)));
       if (it == props.end()) {
+        cases += std::string(cases.empty() ? "" : " / ") + "-";
         md << " | -";
         continue;
       }
       const json& r = it->second;
-      md << " | **" << r.value("status", "") << "**";
-      if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
       const json o = r.value("observations", json::object());
+      cases += std::string(cases.empty() ? "" : " / ") + std::to_string(r.value("cases_run", 0));
+      if (o.value("discarded", 0) > 0) cases += " (" + std::to_string(o.value("discarded", 0)) + ")";
+      md << " | **" << r.value("status", "") << "**";
+      const size_t distinct = o.value("distinct_failures", json::array()).size();
+      if (distinct) md << " (" << distinct + 1 << " distinct)";
+      if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
+      if (note.empty() && r.value("status", "") != "pass") note = c->id + ": " + r.value("reason", "");
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
       const std::string f = fastPathCell(c->id, o);
       if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9")) fastPath += (fastPath.empty() ? "" : "; ") + f;
     }
     md << " | " << cases << " | " << cell(fastPath.empty() ? "-" : fastPath, 100);
     if (stats.is_null()) {
-      md << " | - | - |\n";
+      md << " | - | - | " << cell(note.empty() ? "-" : note, 100) << " |\n";
       continue;
     }
     const auto& sh = stats.at("share");
     md << " | " << fixed(stats.value("compilations_per_100_cases", 0.0), 1) << " | "
        << fixed(100 * sh.value("reference", 0.0), 0) << "% / " << fixed(100 * sh.value("device_op", 0.0), 0) << "% / "
-       << fixed(100 * sh.value("harness", 0.0), 0) << "% |\n";
+       << fixed(100 * sh.value("harness", 0.0), 0) << "% | " << cell(note.empty() ? "-" : note, 100) << " |\n";
   }
   md << "\n";
 }
@@ -213,6 +314,35 @@ void header(std::ostringstream& md, const json& report) {
   const auto& s = report.at("summary");
   md << "- results: " << s.at("results").dump() << ", target errors: " << s.value("target_errors", 0)
      << ", unexpected: " << s.at("unexpected").size() << "\n\n";
+  if (!s.at("unexpected").empty()) {
+    md << "## Unexpected results\n\n";
+    for (const auto& u : s.at("unexpected"))
+      md << "- **" << u.value("target", "?") << "** " << (u.at("property").is_string() ? u.value("property", "") : "target")
+         << (u.contains("op") ? " " + u.value("op", "") + " " + u.value("dtype", "") : "") << ": **"
+         << u.value("status", "") << "**: " << cell(u.value("reason", ""), 200) << "\n";
+    md << "\n";
+  }
+  md << "## Matrix\n\nEach cell: the worst status of the property's results (op properties: how many of the "
+        "op x dtype runs have it); `-` the property does not apply; `!` not what the manifest expects.\n\n| target |";
+  for (const auto& p : properties()) md << " " << p.id << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < properties().size(); ++i) md << "---|";
+  md << "\n";
+  for (const auto& t : report.at("targets")) {
+    md << "| [" << t.value("name", "?") << "](#" << t.value("name", "?") << ") |";
+    if (t.value("status", "") != "ok") {
+      md << " **target error**: " << cell(t.value("error", ""), 120);
+      for (size_t i = 1; i < properties().size(); ++i) md << " |";
+      md << " |\n";
+      continue;
+    }
+    for (const auto& p : properties()) {
+      const std::string c = matrixCell(t, p.id);
+      md << " " << (c.back() == '!' ? "**" + c + "**" : c) << " |";
+    }
+    md << "\n";
+  }
+  md << "\n";
 }
 
 // The installer properties' table of one target.
@@ -281,13 +411,177 @@ std::string renderMarkdown(const json& report) {
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
+    if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
+      const json& c = t.at("captured_output");
+      md << "<details><summary>the code under test printed " << c.value("lines", 0) << " line(s), "
+         << c.value("distinct_lines", 0) << " distinct (warnings, log records, prints), most frequent first"
+         << "</summary>\n\n| count | line |\n|---|---|\n";
+      for (const auto& d : c.at("distinct")) md << "| " << d.value("count", 0) << " | `" << cell(d.value("text", ""), 200) << "` |\n";
+      md << "\n</details>\n\n";
+    }
+    if (t.contains("left_running")) {
+      md << "**left running by the code under test** (started in a case, still alive after it):";
+      for (const auto& l : t.at("left_running"))
+        md << " " << l.value("kind", "") << " `"
+           << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << "`;";
+      md << "\n\n";
+    }
     installerTable(md, t);
+    coverageLine(md, t);
     opTable(md, t);
     timingSection(md, t);
     for (const auto& r : t.at("results"))
       if (r.value("status", "") == "fail") failure(md, report, t, r);
   }
   return md.str();
+}
+
+std::string matrixCell(const json& t, const std::string& p) {
+  static const std::vector<std::string> order = {"pass", "skip", "fail", "error"};
+  const auto rank = [](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
+  const PropertyDef* def = findProperty(p);
+  std::string st = "-";
+  int runs = 0, worstCount = 0;
+  bool unexpected = false;
+  for (const auto& r : t.value("results", json::array())) {
+    if (r.value("property", "") != p) continue;
+    const std::string rs = r.value("status", "?");
+    ++runs;
+    if (st == "-" || rank(rs) > rank(st)) {
+      st = rs;
+      worstCount = 1;
+    } else if (rs == st) {
+      ++worstCount;
+    }
+    unexpected |= !resultExpected(t, r);
+  }
+  if (runs > 0 && def && def->scope == PropertyDef::Scope::Op)
+    st += " " + std::to_string(worstCount) + "/" + std::to_string(runs);
+  return unexpected ? st + "!" : st;
+}
+
+std::string replayCommand(const json& prov, const json& t, const json& r) {
+  return prov.value("flagprop", std::string("flagprop")) + " run --manifest " + t.value("manifest", "") +
+         " --property " + replayId(r) + " --reproduce '" + r.value("reproduce", "") + "' --report-dir flagprop-replay";
+}
+
+void printTargetResult(const json& t, const json& prov, size_t index, size_t count, double seconds, std::ostream& os,
+                       size_t blocks) {
+  os << "[" << index << "/" << count << "] " << t.value("name", "?");
+  if (t.value("status", "") != "ok") {
+    os << ": target error: " << cell(t.value("error", ""), 400) << "\n";
+  } else {
+    std::string cells;
+    for (const auto& d : properties()) {
+      const std::string c = matrixCell(t, d.id);
+      if (c != "-") cells += (cells.empty() ? "" : ", ") + d.id + " " + c;
+    }
+    os << ": " << (cells.empty() ? std::string("nothing ran") : cells) << " (" << fixed(seconds, 1) << " s)\n";
+  }
+  if (t.contains("crashes"))
+    os << "  the target process died " << t.at("crashes").size() << " time(s) on a case; a fresh one went on each time\n";
+  if (t.contains("crash")) os << "  " << t.value("crash", std::string()) << "\n";
+  if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
+    const json& c = t.at("captured_output");
+    os << "  captured " << c.value("lines", 0) << " line(s) the code under test printed (" << c.value("distinct_lines", 0)
+       << " distinct; listed in report.md)\n";
+  }
+  for (const auto& l : t.value("left_running", json::array()))
+    os << "  left running by the code under test: " << l.value("kind", "") << " "
+       << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << "\n";
+  size_t shown = 0, oneLiners = 0, more = 0;
+  for (const auto& r : t.value("results", json::array())) {
+    const std::string st = r.value("status", "");
+    if (st != "fail" && st != "error") continue;
+    const bool expected = resultExpected(t, r);
+    const std::string head = (st == "fail" ? "FAIL " : "ERROR ") + resultLabel(r) +
+                             (expected ? " (expected by the manifest)" : " (unexpected)");
+    if (shown < blocks) {
+      ++shown;
+      os << "  " << head << "\n    why: " << cell(r.value("reason", ""), 300) << "\n";
+      if (r.contains("counterexample") && !r.at("counterexample").is_null())
+        os << "    counterexample (shrunk): " << cell(r.at("counterexample").dump(), 300) << "\n";
+      if (r.contains("reproducer") && r.at("reproducer").is_string())
+        os << "    reproducer: " << prov.value("python", std::string("python3")) << " "
+           << r.at("reproducer").get<std::string>() << "\n";
+      if (!r.value("reproduce", std::string()).empty()) os << "    replay: " << replayCommand(prov, t, r) << "\n";
+    } else if (oneLiners < 6) {
+      ++oneLiners;
+      os << "  " << head << ": " << cell(r.value("reason", ""), 140) << "\n";
+    } else {
+      ++more;
+    }
+  }
+  if (more) os << "  ... and " << more << " more failure(s): report.md\n";
+  os << std::flush;
+}
+
+namespace {
+std::string xmlEscape(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '&') o += "&amp;";
+    else if (ch == '<') o += "&lt;";
+    else if (ch == '>') o += "&gt;";
+    else if (ch == '"') o += "&quot;";
+    else if (c < 0x20 && ch != '\n' && ch != '\t') o += ' ';  // not allowed in XML 1.0
+    else o += ch;
+  }
+  return o;
+}
+}  // namespace
+
+std::string junitXml(const json& t, const json& prov) {
+  const std::string name = xmlEscape(t.value("name", "?")), file = xmlEscape(t.value("manifest", ""));
+  std::ostringstream cases;
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  double total = 0;
+  const auto targetError = [&](const std::string& why) {
+    ++tests, ++errors;
+    cases << "  <testcase name=\"target\" classname=\"" << name << "\" file=\"" << file << "\">\n    <error message=\""
+          << xmlEscape(why) << "\">" << xmlEscape(why) << "</error>\n  </testcase>\n";
+  };
+  if (t.value("status", "") != "ok") targetError(t.value("error", std::string("target error")));
+  for (const auto& r : t.value("results", json::array())) {
+    if (r.value("key", "") == "process") {
+      targetError(r.value("reason", ""));
+      continue;
+    }
+    ++tests;
+    const double s = r.value("seconds", 0.0);
+    total += s;
+    const std::string st = r.value("status", ""), reason = r.value("reason", "");
+    cases << "  <testcase name=\"" << xmlEscape(replayId(r) + " " + r.value("title", "")) << "\" classname=\"" << name
+          << "\" file=\"" << file << "\" time=\"" << fixed(s, 3) << "\">\n";
+    cases << "    <properties><property name=\"status\" value=\"" << xmlEscape(st) << "\"/><property name=\"expected\" value=\""
+          << xmlEscape(expectedStatusOf(t, r)) << "\"/></properties>\n";
+    std::string detail = reason;
+    if (r.contains("counterexample") && !r.at("counterexample").is_null())
+      detail += "\ncounterexample (shrunk): " + r.at("counterexample").dump();
+    if (!r.value("reproduce", std::string()).empty()) detail += "\nreplay: " + replayCommand(prov, t, r);
+    if (r.contains("reproducer") && r.at("reproducer").is_string())
+      detail += "\nreproducer: " + r.at("reproducer").get<std::string>();
+    if (st == "skip") {
+      ++skipped;
+      cases << "    <skipped message=\"" << xmlEscape(reason) << "\"/>\n";
+    } else if (st == "error") {
+      ++errors;
+      cases << "    <error message=\"" << xmlEscape(reason) << "\">" << xmlEscape(detail) << "</error>\n";
+    } else if (!resultExpected(t, r)) {
+      ++failures;
+      cases << "    <failure message=\"" << xmlEscape(reason) << "\">" << xmlEscape(detail) << "</failure>\n";
+    } else if (st == "fail") {
+      cases << "    <system-out>" << xmlEscape("fail, as the manifest expects: " + detail) << "</system-out>\n";
+    }
+    cases << "  </testcase>\n";
+  }
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite name=\"" << name << "\" tests=\"" << tests
+    << "\" failures=\"" << failures << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\""
+    << fixed(total, 3) << "\" file=\"" << file << "\">\n"
+    << cases.str() << "</testsuite>\n</testsuites>\n";
+  return x.str();
 }
 
 void printSummary(const json& report, std::ostream& os) {
@@ -299,45 +593,26 @@ void printSummary(const json& report, std::ostream& os) {
     const std::string name = t.value("name", "?");
     os << std::left << std::setw(30) << (name.size() > 29 ? name.substr(0, 28) + "~" : name);
     if (t.value("status", "") != "ok") {
-      os << " error! (target error, see above and report.md)\n";
+      os << " error! (target error: " << cell(t.value("error", ""), 60) << ")\n";
+      failing.push_back(name + ": target error");
       continue;
     }
-    for (const auto& def : properties()) {
-      const std::string p = def.id;
-      // P5 / P6 hold one result per op and dtype: the worst status, with
-      // how many runs had it.
-      std::string st = "-";
-      int runs = 0, worstCount = 0;
-      bool unexpected = false;
-      static const std::vector<std::string> order = {"pass", "skip", "fail", "error"};
-      for (const auto& r : t.at("results")) {
-        if (r.value("property", "") != p) continue;
-        const std::string rs = r.value("status", "?");
-        ++runs;
-        const auto rank = [&](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
-        if (st == "-" || rank(rs) > rank(st)) {
-          st = rs;
-          worstCount = 1;
-        } else if (rs == st) {
-          ++worstCount;
-        }
-        if (!resultExpected(t, r)) {
-          unexpected = true;
-          failing.push_back(name + ": " + resultLabel(r) + ": " + rs + " (expected " + expectedStatusOf(t, r) + ")");
-        }
-      }
-      if (runs > 1) st += " " + std::to_string(worstCount) + "/" + std::to_string(runs);
-      if (unexpected) st += "!";
-      os << " " << std::setw(def.scope == PropertyDef::Scope::Op ? 10 : 7) << st;
-    }
+    for (const auto& def : properties())
+      os << " " << std::setw(def.scope == PropertyDef::Scope::Op ? 10 : 7) << matrixCell(t, def.id);
+    for (const auto& r : t.at("results"))
+      if (!resultExpected(t, r))
+        failing.push_back(name + ": " + resultLabel(r) + ": " + r.value("status", "") + " (expected " +
+                          expectedStatusOf(t, r) + ")");
     if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
+    if (t.contains("crashes")) os << " (" << t.at("crashes").size() << " process restart(s))";
     if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";
   }
   const auto& s = report.at("summary");
   os << "\nresults " << s.at("results").dump() << ", target errors " << s.value("target_errors", 0)
      << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
-  for (const auto& f : failing) os << "  unexpected: " << f << "\n";
+  for (size_t i = 0; i < failing.size() && i < 20; ++i) os << "  unexpected: " << failing[i] << "\n";
+  if (failing.size() > 20) os << "  ... and " << failing.size() - 20 << " more (report.md)\n";
 }
 
 }  // namespace flagprop

@@ -22,11 +22,52 @@ bool resultExpected(const json& target, const json& result);
 /// "pass or skip" when the manifest names none) and `as_expected` (bool).
 json mergeReport(const json& targets, const json& runInfo);
 
+/// Per-op coverage of one target document (its results with an `op`): ops,
+/// judged (pass + fail), pass, fail, distinct_failures (each failing
+/// result's first failure plus its observations.distinct_failures),
+/// gave_up (every result a skip: CPU ATen rejected most samples), excluded
+/// and excluded_because [{reason, ops}], most frequent first. An op counts
+/// once however many dtypes and properties it ran.
+json opCoverage(const json& target);
+
 /// Markdown for a person: a table per target, then every failure with its
 /// reason, observations, counterexample, reproduce string and reproducer.
 std::string renderMarkdown(const json& report);
 
 /// The console summary printed at the end of `flagprop run`.
 void printSummary(const json& report, std::ostream& os);
+
+/// One cell of the target x property matrix: "-" (the property does not
+/// apply: no result), else the worst status of the property's results
+/// (pass < skip < fail < error) and, for op properties (one result per op
+/// and dtype), how many results have it of how many ("fail 4/4"); "!" is
+/// appended when a result is not what the manifest expects. `target` is a
+/// target document; `property` an id (P1 .. P9).
+std::string matrixCell(const json& target, const std::string& property);
+
+/// The shell command that replays result `r` of `target` in flagprop
+/// (run --manifest ... --property KEY --reproduce STR), with the flagprop
+/// path from `provenance` (report.json's).
+std::string replayCommand(const json& provenance, const json& target, const json& r);
+
+/// What `flagprop run` prints after target `index` (1-based) of `count`
+/// ended: one line (name, each property's matrix cell, seconds), the
+/// target error or crash, what the code under test printed (counted), and
+/// for each failure a short block: the property, whether the manifest
+/// expects it, the reason, the shrunk counterexample, the reproducer and
+/// the replay command (at most `blocks` such blocks, then one line per
+/// further failure, at most 6).
+void printTargetResult(const json& target, const json& provenance, size_t index, size_t count, double seconds,
+                       std::ostream& os, size_t blocks = 3);
+
+/// JUnit XML for one target document (a file CI systems read): a
+/// <testsuite> named after the target with one <testcase> per result (name
+/// "KEY title", classname the target, file the manifest): <failure> for a
+/// result the manifest does not expect (message: the reason; text: the
+/// reason, the shrunk counterexample and the replay command), <skipped>
+/// for a skip, <error> for an error; an expected failure passes, with its
+/// status in <properties>. A target error or a dead target process is one
+/// <testcase name="target"> with <error>.
+std::string junitXml(const json& target, const json& provenance);
 
 }  // namespace flagprop

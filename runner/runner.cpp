@@ -241,7 +241,8 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
   return doc;
 }
 
-ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath) {
+ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath,
+                     const std::vector<std::string>& env) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -254,7 +255,18 @@ ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, c
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   }
-  const int spawned = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  std::vector<std::string> envStore;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    bool overridden = false;
+    for (const auto& o : env) overridden |= kv.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
+    if (!overridden) envStore.push_back(kv);
+  }
+  for (const auto& o : env) envStore.push_back(o);
+  std::vector<char*> envp;
+  for (auto& e : envStore) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int spawned = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (spawned != 0) return r;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);

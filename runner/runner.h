@@ -71,7 +71,10 @@ struct ChildResult {
 /// `capturePath`, the child's stdout and stderr are appended to that file
 /// (what the code under test prints, warns or logs) and its file descriptor
 /// 3 is this process's stdout (for its progress line).
-ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "");
+/// `env` entries ("NAME=value") are set in the child's environment on top of
+/// this process's.
+ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "",
+                     const std::vector<std::string>& env = {});
 
 /// What a target process printed (a runChild capture file), for the
 /// report: {"lines": total lines, "distinct": [{"text", "count"}] (the

@@ -139,7 +139,8 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
       << jout;
   EXPECT_NE(jout.find("3 files"), std::string::npos) << jout;
   EXPECT_NE(jout.find("target - error"), std::string::npos) << "the bad manifest: an <error>\n" << jout;
-  EXPECT_NE(jout.find("P1 install status fail ok"), std::string::npos) << "an expected failure passes\n" << jout;
+  EXPECT_NE(jout.find("fixture-r5-silent-skip P1 install status fail system-out"), std::string::npos)
+      << "an expected failure passes, with its status\n" << jout;
   EXPECT_EQ(jout.find("runner.cpp"), std::string::npos) << jout;
   const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
   ASSERT_NE(r5, nullptr) << out;
@@ -210,7 +211,7 @@ TEST(Cli, ThreadsAndProcessesTheCodeUnderTestLeavesRunningAreReported) {
     }
   }
   EXPECT_TRUE(thread && process) << report.dump();
-  EXPECT_NE(out.find("left a thread running: example-ops-poller"), std::string::npos) << out;
+  EXPECT_NE(out.find("left running by the code under test: thread example-ops-poller"), std::string::npos) << out;
   EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("**left running by the code under test**"),
             std::string::npos);
   flagprop::removeTree(dir.string());
@@ -287,7 +288,7 @@ TEST(Cli, FollowsCommandLineConventions) {
   // A missing manifest file is a usage error: exit 2, said on stderr, no report.
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-conventions-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh(fp + " run --manifest " + targets + "no-such.json --report-dir " + dir.string() + " 2>/dev/null", &out), 2);
+  EXPECT_EQ(sh("(" + fp + " run --manifest " + targets + "no-such.json --report-dir " + dir.string() + " 2>/dev/null)", &out), 2);
   EXPECT_EQ(out.find("no such file"), std::string::npos) << "the message goes to stderr: " << out;
   EXPECT_EQ(sh(fp + " run --manifest=" + targets + "no-such.json", &out), 2);
   EXPECT_NE(out.find("no-such.json: no such file"), std::string::npos) << out;

@@ -23,6 +23,8 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,13 @@ run options (--opt value or --opt=value):
   --reproduce STR     replay a RapidCheck reproduce string from a report (give the
                       --manifest of the run it came from)
   --timeout SEC       per-target process time limit (default 1800)
+  --jobs N            run each target's ops in N processes at once (its installer
+                      properties in the first); they share Triton's cache, so
+                      kernels compile N at a time (default 1)
+  --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
+                      CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process)
+  --triton-cache DIR  Triton's cache folder for the targets (TRITON_CACHE_DIR): keep
+                      it between runs and CI jobs so that nothing compiles twice
   --list              print the targets that would run and what each runs; run nothing
   --quiet             no progress line (there is none either when stdout is not a
                       terminal): a line per target, its failures, the summary
@@ -103,6 +112,9 @@ struct Cli {
   bool isolate = true;
   bool list = false, quiet = false, verbose = false;
   std::vector<std::string> targetPatterns;  // --target
+  int jobs = 1;                              // --jobs: processes per target (its ops sharded over them)
+  std::vector<std::string> devices;          // --devices: a device index per shard, round robin
+  std::string tritonCache;                   // --triton-cache
   int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
   bool progress = false;                     // run-target: a progress line on consoleFd
 };
@@ -130,7 +142,20 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (!fs::is_regular_file(v, ec)) return "--manifest " + v + ": no such file";
     cli.manifests.push_back(v);
   } else if (opt == "--report-dir") cli.reportDir = v;
-  else if (opt == "--target") {
+  else if (opt == "--jobs") {
+    if (!number(v, n) || n == 0 || n > 256) return "--jobs needs a number of processes from 1 to 256";
+    cli.jobs = static_cast<int>(n);
+  } else if (opt == "--devices") {
+    std::stringstream ss(v);
+    for (std::string d; std::getline(ss, d, ',');) {
+      if (!number(d, n)) return "--devices needs device indices, e.g. 0,1";
+      cli.devices.push_back(d);
+    }
+    if (cli.devices.empty()) return "--devices needs device indices, e.g. 0,1";
+  } else if (opt == "--triton-cache") {
+    if (v.empty()) return "--triton-cache needs a folder";
+    cli.tritonCache = fs::absolute(v).string();
+  } else if (opt == "--target") {
     if (v.empty()) return "--target needs a name or a shell pattern";
     cli.targetPatterns.push_back(v);
   }
@@ -395,7 +420,7 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
 constexpr int kMaxRestarts = 50;
 
 json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
-                 const std::string& reproDir) {
+                 const std::string& reproDir, const std::vector<std::string>& env = {}) {
   const std::string inflight = out + ".inflight", stage = out + ".stage";
   const std::string capture = out.substr(0, out.size() - 5) + ".output.txt";  // what the code under test printed
   std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
@@ -410,7 +435,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     std::error_code ec;
     fs::remove(inflight, ec);
     fs::remove(stage, ec);
-    const ChildResult r = runChild(args, cli.timeoutSeconds, capture);
+    const ChildResult r = runChild(args, cli.timeoutSeconds, capture, env);
     if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
     doc["captured_output"] = capturedOutput(capture);
@@ -473,6 +498,99 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
               << "; a fresh process goes on" << std::endl;
     args = resumeArgs(restart);
   }
+}
+
+// Merges the documents of a target's shards (each ran some of its ops) into
+// one: the first shard's fields, every shard's results, crashes, what was
+// left running and the captured output (lines summed, distinct lines merged).
+json mergeShards(std::vector<json> shards) {
+  json doc = shards.at(0);
+  if (shards.size() == 1) return doc;
+  json captured = {{"lines", 0}, {"distinct_lines", 0}, {"distinct", json::array()}, {"tail", json::array()}};
+  std::map<std::string, int> counts;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const json& s = shards[i];
+    if (i > 0) {
+      if (s.value("status", "") != "ok" && doc.value("status", "") == "ok") {
+        doc["status"] = s.at("status");
+        doc["error"] = s.value("error", std::string());
+      }
+      for (const auto& r : s.value("results", json::array())) doc["results"].push_back(r);
+      for (const char* k : {"crashes", "left_running"})
+        for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
+      if (s.contains("crash")) doc["crash"] = s.at("crash");
+    }
+    const json c = s.value("captured_output", json::object());
+    captured["lines"] = captured["lines"].get<int>() + c.value("lines", 0);
+    for (const auto& d : c.value("distinct", json::array())) counts[d.value("text", "")] += d.value("count", 0);
+    if (!c.value("tail", json::array()).empty()) captured["tail"] = c.at("tail");
+  }
+  std::vector<std::pair<int, std::string>> order;
+  for (const auto& [text, n] : counts) order.push_back({-n, text});
+  std::sort(order.begin(), order.end());
+  for (size_t i = 0; i < order.size() && i < 40; ++i)
+    captured["distinct"].push_back({{"text", order[i].second}, {"count", -order[i].first}});
+  captured["distinct_lines"] = counts.size();
+  doc["captured_output"] = captured;
+  doc["shards"] = shards.size();
+  return doc;
+}
+
+// One target in --jobs processes at once, its ops dealt round robin (the
+// installer properties in the first), each process on the next of
+// --devices (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES); Triton's cache
+// is shared, so a specialization one process compiled is found by the
+// others. A target without op runs, or --jobs 1, is one process.
+json runSharded(const Cli& cli, const std::string& self, const Planned& planned, const std::string& out,
+                const std::string& reproDir) {
+  std::vector<std::string> env;
+  if (!cli.tritonCache.empty()) env.push_back("TRITON_CACHE_DIR=" + cli.tritonCache);
+  const auto deviceEnv = [&](size_t i) {
+    std::vector<std::string> e = env;
+    if (!cli.devices.empty()) {
+      const std::string d = cli.devices[i % cli.devices.size()];
+      e.insert(e.end(), {"CUDA_VISIBLE_DEVICES=" + d, "HIP_VISIBLE_DEVICES=" + d});
+    }
+    return e;
+  };
+  std::vector<std::string> ops = planned.target->catalogOps;
+  if (ops.empty())
+    for (const auto& e : catalog()) ops.push_back(e.name);
+  if (!cli.target.selection.ops.empty()) {
+    std::vector<std::string> kept;
+    for (const auto& o : ops)
+      if (std::find(cli.target.selection.ops.begin(), cli.target.selection.ops.end(), o) !=
+          cli.target.selection.ops.end())
+        kept.push_back(o);
+    ops = kept;
+  }
+  bool opProps = false;
+  for (const auto& id : targetProperties(*planned.target))
+    opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
+  const size_t jobs = std::min<size_t>(cli.jobs, ops.size());
+  if (jobs <= 1 || !opProps) return runIsolated(cli, self, planned.path, out, reproDir, deviceEnv(0));
+  std::vector<json> docs(jobs);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < jobs; ++k) {
+    Cli shard = cli;
+    shard.target.selection.ops.clear();
+    for (size_t i = k; i < ops.size(); i += jobs) shard.target.selection.ops.push_back(ops[i]);
+    if (k > 0) {
+      if (shard.target.selection.properties.empty())  // the installer properties run in the first shard only
+        for (const auto& id : targetProperties(*planned.target))
+          if (findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op)
+            shard.target.selection.properties.push_back(id);
+      shard.quiet = true;  // one progress line: the first shard's
+    }
+    const std::string part = out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json";
+    threads.emplace_back([&docs, k, shard, &self, &planned, part, &reproDir, e = deviceEnv(k)]() {
+      docs[k] = runIsolated(shard, self, planned.path, part, reproDir, e);
+    });
+  }
+  for (auto& t : threads) t.join();
+  json doc = mergeShards(docs);
+  writeText(out, jsonText(doc));
+  return doc;
 }
 
 // Writes report.html and the bug-report drafts (flagprop.htmlreport,
@@ -568,7 +686,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       runTargetCommand(child);
       doc = json::parse(readFile(out));
     } else {
-      doc = runIsolated(cli, self, chosen[i].path, out, dir + "/reproducers");
+      doc = runSharded(cli, self, chosen[i], out, dir + "/reproducers");
       if (doc.value("name", "") == fs::path(chosen[i].path).stem().string()) doc["name"] = chosen[i].name;
     }
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

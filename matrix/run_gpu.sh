@@ -21,9 +21,9 @@
 #   hits   P8 for six ops with the R5 installer active and inactive, and its counts on the seed input
 #   streams-timing  P7 for six ops, P9 for eq.Scalar, masked_fill.Scalar, native_layer_norm with add.Tensor
 #          and sum.dim_IntList as controls, with the R5 installer active and inactive; the native witness
-#   all-ops  P5 / P6 for every overload FlagGems registers (matrix/targets/h200-flaggems-all.json), in
-#          $FLAGPROP_JOBS parts at once (default 12), $FLAGPROP_CASES cases each (default 3), each part
-#          stopped after $FLAGPROP_TIMEOUT s (default 480); a coverage table and the failures, one line each
+#   all-ops  P5 / P6 for every overload FlagGems registers (matrix/targets/h200-flaggems-all.json) in one
+#          run of $FLAGPROP_JOBS processes (--jobs, default 16), $FLAGPROP_CASES cases each (default 3),
+#          within --budget $FLAGPROP_BUDGET s (default 420); a coverage table and the failures, one line each
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
@@ -139,17 +139,13 @@ for MODE in "$@"; do
       grep -E "P7 stream|P9 A/B" "$OUTDIR/st.log"
       $PY -c "import json; t=json.load(open('$OUTDIR/streams-timing/report.json'))['targets'][0]; print('native witness:', t['provenance']['native_runtime'])" ;;
     all-ops)
-      jobs=${FLAGPROP_JOBS:-12} t0=$SECONDS
-      mapfile -t names < <(grep -v '^#' catalog/flaggems_overloads.txt)
-      for ((k = 0; k < jobs; k++)); do
-        args=()
-        for ((i = k; i < ${#names[@]}; i += jobs)); do args+=(--op "${names[$i]}"); done
-        timeout "${FLAGPROP_TIMEOUT:-480}" $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --timeout "${FLAGPROP_TIMEOUT:-480}" \
-          --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all-$k" "${args[@]}" >"$OUTDIR/all-$k.log" 2>&1 &
-      done
-      wait
-      echo "== all-ops: $jobs parts in $((SECONDS - t0)) s"
-      $PY matrix/coverage.py "$OUTDIR"/all-* ;;
+      t0=$SECONDS
+      $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
+        --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all" \
+        >"$OUTDIR/all.log" 2>&1
+      echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
+      tail -4 "$OUTDIR/all.log"
+      $PY matrix/coverage.py "$OUTDIR/all" ;;
     args) $FP run $FLAGPROP_ARGS --report-dir "$OUTDIR/args"; summary "$OUTDIR/args" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
   esac

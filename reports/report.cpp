@@ -404,6 +404,7 @@ std::string renderMarkdown(const json& report) {
       md << "**target error:** " << t.value("error", "") << "\n\n";
       continue;
     }
+    if (t.contains("stopped")) md << "**stopped:** " << t.value("stopped", std::string()) << "\n\n";
     for (const auto& m : t.value("unverified", json::array()))
       md << "**unverified run**: " << m.get<std::string>() << " (every result below is marked unverified)\n\n";
     const auto& p = t.at("provenance");
@@ -481,6 +482,7 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
   if (t.contains("crashes"))
     os << "  the target process died " << t.at("crashes").size() << " time(s) on a case; a fresh one went on each time\n";
   if (t.contains("crash")) os << "  " << t.value("crash", std::string()) << "\n";
+  if (t.contains("stopped")) os << "  stopped: " << t.value("stopped", std::string()) << "\n";
   if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
     const json& c = t.at("captured_output");
     os << "  captured " << c.value("lines", 0) << " line(s) the code under test printed (" << c.value("distinct_lines", 0)
@@ -605,6 +607,7 @@ void printSummary(const json& report, std::ostream& os) {
                           expectedStatusOf(t, r) + ")");
     if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
     if (t.contains("crashes")) os << " (" << t.at("crashes").size() << " process restart(s))";
+    if (t.contains("stopped")) os << " (stopped: --budget ran out)";
     if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";
   }

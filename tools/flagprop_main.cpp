@@ -81,6 +81,9 @@ run options (--opt value or --opt=value):
                       kernels compile N at a time (default 1)
   --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
                       CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process)
+  --budget SEC        the whole run's wall time: when it ends, the target processes
+                      are stopped (the case in flight is no finding) and the runs
+                      left are reported as not run
   --triton-cache DIR  Triton's cache folder for the targets (TRITON_CACHE_DIR): keep
                       it between runs and CI jobs so that nothing compiles twice
   --list              print the targets that would run and what each runs; run nothing
@@ -115,6 +118,7 @@ struct Cli {
   int jobs = 1;                              // --jobs: processes per target (its ops sharded over them)
   std::vector<std::string> devices;          // --devices: a device index per shard, round robin
   std::string tritonCache;                   // --triton-cache
+  int budgetSeconds = 0;                     // --budget: the whole run's wall time; 0 = none
   int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
   bool progress = false;                     // run-target: a progress line on consoleFd
 };
@@ -152,6 +156,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
       cli.devices.push_back(d);
     }
     if (cli.devices.empty()) return "--devices needs device indices, e.g. 0,1";
+  } else if (opt == "--budget") {
+    if (!number(v, n) || n == 0 || n > 604800) return "--budget needs a number of seconds from 1 to 604800";
+    cli.budgetSeconds = static_cast<int>(n);
   } else if (opt == "--triton-cache") {
     if (v.empty()) return "--triton-cache needs a folder";
     cli.tritonCache = fs::absolute(v).string();
@@ -419,6 +426,9 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
 // kMaxRestarts times; a child that dies outside a case ends the target.
 constexpr int kMaxRestarts = 50;
 
+// When the run's --budget ends (steady clock); max() when it has none.
+std::chrono::steady_clock::time_point gBudgetEnd = std::chrono::steady_clock::time_point::max();
+
 json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
                  const std::string& reproDir, const std::vector<std::string>& env = {}) {
   const std::string inflight = out + ".inflight", stage = out + ".stage";
@@ -435,7 +445,37 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     std::error_code ec;
     fs::remove(inflight, ec);
     fs::remove(stage, ec);
-    const ChildResult r = runChild(args, cli.timeoutSeconds, capture, env);
+    const auto now = std::chrono::steady_clock::now();
+    const bool budgeted = gBudgetEnd != std::chrono::steady_clock::time_point::max();
+    const int left = budgeted ? static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(gBudgetEnd - now).count()) : 0;
+    if (budgeted && left <= 0) {  // nothing started: the budget is spent
+      json doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "ok"},
+                  {"results", json::array()}};
+      try {
+        doc = json::parse(readFile(out));
+      } catch (const std::exception&) {
+      }
+      doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+      if (!crashes.empty()) doc["crashes"] = crashes;
+      return doc;
+    }
+    const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
+    const ChildResult r = runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env);
+    if (budgetLimits && r.timedOut) {  // stopped by the budget, not hung: the case in flight is no finding
+      json doc;
+      try {
+        doc = json::parse(readFile(out));
+      } catch (const std::exception&) {
+        doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
+               {"error", "the run's --budget ran out before the target wrote its document"}, {"results", json::array()}};
+      }
+      doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+      doc["captured_output"] = capturedOutput(capture);
+      if (!crashes.empty()) doc["crashes"] = crashes;
+      fs::remove(inflight, ec);
+      fs::remove(stage, ec);
+      return doc;
+    }
     if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
     doc["captured_output"] = capturedOutput(capture);
@@ -519,6 +559,7 @@ json mergeShards(std::vector<json> shards) {
       for (const char* k : {"crashes", "left_running"})
         for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
       if (s.contains("crash")) doc["crash"] = s.at("crash");
+      if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
     }
     const json c = s.value("captured_output", json::object());
     captured["lines"] = captured["lines"].get<int>() + c.value("lines", 0);
@@ -654,6 +695,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   }
   const std::string dir = fs::absolute(cli.reportDir).string();
   const json info = runInfo(cli, self, argv, dir);
+  if (cli.budgetSeconds) gBudgetEnd = std::chrono::steady_clock::now() + std::chrono::seconds(cli.budgetSeconds);
   std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
             << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string()) << ", "
             << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)

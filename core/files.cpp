@@ -2,12 +2,15 @@
 
 #include <openssl/evp.h>
 
+#include <fcntl.h>
 #include <ftw.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -86,6 +89,22 @@ void removeTree(const std::string& path) {
 
 std::string jsonText(const nlohmann::json& j) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void overwriteFile(const std::string& path, const std::string& text) {
+  static std::map<std::string, int> fds;
+  auto it = fds.find(path);
+  if (it == fds.end()) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw FileError("cannot write " + path);
+    it = fds.emplace(path, fd).first;
+  }
+  if (::pwrite(it->second, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+      ::ftruncate(it->second, static_cast<off_t>(text.size())) != 0) {
+    ::close(it->second);  // the file may have been removed: open it afresh next time
+    fds.erase(it);
+    throw FileError("cannot write " + path);
+  }
 }
 
 void writeText(const std::string& path, const std::string& text) {

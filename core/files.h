@@ -42,4 +42,12 @@ std::string jsonText(const nlohmann::json& j);
 /// Throws FileError naming the path on failure.
 void writeText(const std::string& path, const std::string& text);
 
+/// Replaces the content of `path` with `text` through a file descriptor kept
+/// open per path (one pwrite and one ftruncate: a few µs, where writeText's
+/// create + rename costs a millisecond on some file systems). For a record
+/// rewritten per case that a parent reads after this process died; not
+/// atomic against a reader while it runs. Throws FileError when the file
+/// cannot be opened.
+void overwriteFile(const std::string& path, const std::string& text);
+
 }  // namespace flagprop

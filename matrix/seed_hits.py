@@ -27,8 +27,8 @@ def main(flagprop, report_path, name):
     ops.setup(target, [case["op"]])
     obs = hits.observe_hits(target, case, target["default_gates"])
     print("seed input on %s: fast path %s" % (name, obs["fast_path"]))
-    for kernel, c in sorted(obs["kernels"].items()):
-        print("  kernel %s: run %d (stock %d), key %d (stock %d)" % (kernel, c["run"], c["run_stock"], c["key"],
+    for c in obs["kernels"]:
+        print("  kernel %s: run %d (stock %d), key %d (stock %d)" % (c["name"], c["run"], c["run_stock"], c["key"],
                                                                      c["key_stock"]))
     return 0
 

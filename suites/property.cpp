@@ -204,7 +204,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   auto body = [&]() {
     const Case c = *run.generator;
     if (opts.progress) opts.progress(judged++);
-    if (!opts.inflightPath.empty()) writeText(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
+    if (!opts.inflightPath.empty()) overwriteFile(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
     json result;
     try {
       result = run.judge(c);

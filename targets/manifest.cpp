@@ -372,23 +372,23 @@ json Target::toJson() const {
               {"module", installer.module},
               {"function", installer.function},
               {"path", installer.path},
-              {"sha256_expected", installer.sha256},
+              {"sha256", installer.sha256},
               {"python_path", installer.pythonPath},
               {"globals", installer.globals},
               {"components", installer.components}}},
             {"flag_gems",
              {{"kind", flagGems.kind},
               {"path", flagGems.path},
-              {"libentry_sha256_expected", flagGems.libentrySha256},
+              {"libentry_sha256", flagGems.libentrySha256},
               {"supply_helper", flagGems.supplyHelper},
               {"mock", flagGems.mock}}},
             {"ops",
              {{"kind", ops.kind},
               {"path", ops.path},
-              {"sha256_expected", ops.sha256},
+              {"sha256", ops.sha256},
               {"globals", ops.globals},
               {"enable", ops.enable}}},
-            {"gates", gates ? flagprop::toJson(*gates) : json("generated")},
+            {"gates", gates ? flagprop::toJson(*gates) : json("generate")},
             {"default_gates", flagprop::toJson(defaultGates())},
             {"gate_builds", gateBuilds},
             {"properties", properties},
@@ -400,7 +400,7 @@ json Target::toJson() const {
             {"max_elements", maxElements},
             {"specials", specials},
             {"layout_palette", layoutPalette},
-            {"palette_seed", paletteSeed}};
+            {"palette_seed", std::to_string(paletteSeed)}};  // 64-bit: a string, as every seed
   if (pin) j["pin"] = pin->toJson();
   return j;
 }

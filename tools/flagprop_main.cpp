@@ -510,6 +510,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     std::string where;
     try {
       where = readFile(stage);
+      where.erase(where.find_last_not_of(" \n") + 1);  // written fixed-width (flagprop.ops._stage)
     } catch (const std::exception&) {
     }
     PropertyOutcome o = crashOutcome(fly, why);

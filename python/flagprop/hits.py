@@ -43,13 +43,14 @@ def observe_hits(target, case, gates):
     """Calls the op of ``case`` on its calls once to warm up (compilations,
     cache fills), then once more while counting. Returns {"fast_path":
     "active" | "inactive" | "no installer", "libentry": whether FlagGems'
-    libentry is there, "kernels": {name: {run, run_stock, key, key_stock}},
+    libentry is there, "kernels": [{name, run, run_stock, key, key_stock}]
+    sorted by kernel name,
     "error": the op's exception (one line) or None, "install": the installer
     call when inactive}."""
     runner = ops.Runner(target, case["op"], gates)
     le = sys.modules.get("flag_gems.utils.libentry")
     cls = getattr(le, "LibEntry", None)
-    out = {"libentry": cls is not None, "kernels": {}, "error": None}
+    out = {"libentry": cls is not None, "kernels": [], "error": None}
     counts = {}
     if cls is not None:
         cls.run = _counting(counts, cls.__dict__["run"], "run_stock")
@@ -72,5 +73,5 @@ def observe_hits(target, case, gates):
                 runner.call(call, ops.device_inputs(call, cpu[k], device))
     except Exception as e:
         out["error"] = ops.describe_exception(e)
-    out["kernels"] = {name: dict(c) for name, c in counts.items()}
+    out["kernels"] = [dict(c, name=name) for name, c in sorted(counts.items())]
     return out

@@ -298,8 +298,10 @@ def components_after(before):
 
 
 def identities():
-    """id() of each component's current object (0 when absent)."""
-    return {k: (0 if v is MISSING else id(v)) for k, v in snapshot().items()}
+    """id() of each component's current object as a decimal string (a 64-bit
+    address: JSON readers such as jq lose integers above 2**53), None when
+    absent."""
+    return {k: (None if v is MISSING else str(id(v))) for k, v in snapshot().items()}
 
 
 def helper_state():

@@ -448,14 +448,20 @@ def _run_pass(runner, case, cpu_inputs, device, name):
     return {"name": name, "calls": calls, "device_s": device_s}
 
 
+_STAGE_FD = {}
+
+
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
     ``device``: the op under test) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies knows whose crash it was."""
     path = os.environ.get("FLAGPROP_STAGE_FILE")
-    if path:
-        with open(path, "w") as f:
-            f.write(name)
+    if not path:
+        return
+    fd = _STAGE_FD.get(path)
+    if fd is None:  # kept open: one pwrite per stage, not a file created per case
+        fd = _STAGE_FD[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    os.pwrite(fd, name.encode().ljust(16), 0)  # fixed width: no truncate; the reader strips
 
 
 def observe_case(target, case, gates, upcast, repeat=False):

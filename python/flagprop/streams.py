@@ -38,7 +38,7 @@ def _mock_facts(runner, case, target):
     s1, s2 = dfn.Stream(), dfn.Stream()
     on_s1, on_s2 = launches_under(s1), launches_under(s2)
     return {
-        "launches": {"first stream": on_s1, "second stream": on_s2, "stream ids": [s1.id, s2.id]},
+        "launches": {"first_stream": on_s1, "second_stream": on_s2, "stream_ids": [s1.id, s2.id]},
         "ordered_after_earlier_work": all(sid == s1.id for _k, sid in on_s1),
         "correct_after_syncing_the_stream": all(sid == s1.id for _k, sid in on_s1),
         "default_stream_untouched": all(sid != 0 for _k, sid in on_s1 + on_s2),

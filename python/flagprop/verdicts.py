@@ -717,9 +717,10 @@ def op_verdict(findings, prop):
 
 
 def hit_totals(kernels):
-    """{run, run_stock, fast} summed over the kernels of a P8 observation."""
-    run = sum(k["run"] for k in kernels.values())
-    stock = sum(k["run_stock"] for k in kernels.values())
+    """{run, run_stock, fast} summed over the kernels of a P8 observation
+    (a list of {name, run, run_stock, key, key_stock})."""
+    run = sum(k["run"] for k in kernels)
+    stock = sum(k["run_stock"] for k in kernels)
     return {"run": run, "run_stock": stock, "fast": max(run - stock, 0)}
 
 
@@ -730,12 +731,12 @@ def fast_path_hits(obs):
     never taken fails. Without a fast path the counts say what the stock path
     was entered. Returns ``{"pass", "reason"}``."""
     t = hit_totals(obs["kernels"])
-    per_kernel = ", ".join("%s %d/%d" % (n, k["run"] - k["run_stock"], k["run"]) for n, k in sorted(obs["kernels"].items()))
+    per_kernel = ", ".join("%s %d/%d" % (k["name"], k["run"] - k["run_stock"], k["run"]) for k in obs["kernels"])
     if obs.get("error"):
         return {"pass": True, "reason": "not counted: the op raised %s (P5 judges that)" % obs["error"]}
     if obs["fast_path"] != "active":
         return {"pass": True, "reason": "fast path %s: the stock run was entered %d time(s), the stock key %d time(s)"
-                % (obs["fast_path"], t["run_stock"], sum(k["key_stock"] for k in obs["kernels"].values()))}
+                % (obs["fast_path"], t["run_stock"], sum(k["key_stock"] for k in obs["kernels"]))}
     if t["run"] == 0:
         return {"pass": True, "reason": "the op launched nothing through LibEntry"}
     if t["fast"] == 0:

@@ -6,7 +6,8 @@
 // 2. P5 per catalog op and dtype on OPS_MANIFEST (default: stock ATen on the
 //    CPU, fixtures/targets/aten-cpu.json; on a GPU host e.g.
 //    matrix/targets/h200-flaggems-ops.json): cases per second, the share of
-//    time in the CPU reference, in the op under test and in the harness, and
+//    time in the CPU reference, in the op under test and in the harness (and
+//    the harness's own parts: inputs, verdicts, sandbox, other), and
 //    Triton compilations per 100 cases.
 #include "catalog/catalog.h"
 #include "core/sandbox.h"
@@ -78,8 +79,9 @@ void harnessCost(TargetSession& s, int cases) {
 void opProperty(TargetSession& ops, int cases) {
   std::printf("\nP5 numerics, %d cases per op and dtype, target %s on %s\n", cases, ops.target().name.c_str(),
               ops.target().device.c_str());
-  std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s\n", "op", "dtype", "cases/s", "us/case", "reference",
-              "device op", "harness", "compiles/100", "status");
+  std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s   harness: %7s %8s %8s %6s\n", "op", "dtype", "cases/s",
+              "us/case", "reference", "device op", "harness", "compiles/100", "status", "inputs", "verdicts", "sandbox",
+              "other");
   for (const auto& run : opRuns(ops, {findProperty("P5")}, Selection{})) {
     const auto t0 = std::chrono::steady_clock::now();
     const PropertyOutcome r = runProperty(run, benchOptions(cases));
@@ -87,10 +89,12 @@ void opProperty(TargetSession& ops, int cases) {
     const json st = r.observations.value("stats", json::object());
     const json sh = st.value("share", json::object());
     const int executed = st.value("cases_executed", 0);
-    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s\n", run.op.c_str(), run.dtype.c_str(),
-                executed / sec, 1e6 * sec / std::max(executed, 1), 100 * sh.value("reference", 0.0),
-                100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
-                st.value("compilations_per_100_cases", 0.0), r.status.c_str());
+    const json hs = st.value("harness_share", json::object());
+    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s   %16.1f%% %7.1f%% %7.1f%% %5.1f%%\n",
+                run.op.c_str(), run.dtype.c_str(), executed / sec, 1e6 * sec / std::max(executed, 1),
+                100 * sh.value("reference", 0.0), 100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
+                st.value("compilations_per_100_cases", 0.0), r.status.c_str(), 100 * hs.value("inputs", 0.0),
+                100 * hs.value("verdicts", 0.0), 100 * hs.value("sandbox", 0.0), 100 * hs.value("other", 0.0));
   }
 }
 

@@ -1,5 +1,7 @@
 #include "core/sandbox.h"
 
+#include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <string_view>
@@ -83,6 +85,72 @@ void restoreClass(py::handle cls, py::dict snap) {
 // pybind11's py::dict(x) / py::list(x) only borrow when x already has that
 // type; a snapshot needs a real copy.
 py::dict copyDict(py::handle d) { return py::reinterpret_steal<py::dict>(PyDict_Copy(d.ptr())); }
+
+// A dict's version: CPython gives every dict a new value of a global counter
+// on each change made through any path (PEP 509's ma_version_tag; 3.12 keeps
+// it, deprecated, with watcher bits in the low 12 bits, which are masked
+// off). Two equal versions mean no change in between. 0 where this Python
+// does not keep one (then every snapshot is a fresh copy).
+uint64_t dictVersion(PyObject* d) {
+#if PY_VERSION_HEX >= 0x030E0000
+  (void)d;
+  return 0;
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#if PY_VERSION_HEX >= 0x030C0000
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag >> 12;  // DICT_VERSION_INCREMENT is 1 << 12
+#else
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag;  // 3.11: + 1 per change
+#endif
+#pragma GCC diagnostic pop
+#endif
+}
+
+// Snapshots kept between cases: a dict unchanged since its last copy (same
+// version) is not copied again. Entries not used by the latest sandbox are
+// dropped, so dicts of modules and classes a case made do not accumulate.
+struct SnapshotCache {
+  struct Entry {
+    py::object dict;  // keeps the pointer valid
+    uint64_t version = 0;
+    py::dict copy;
+    uint64_t used = 0;
+  };
+  std::unordered_map<PyObject*, Entry> entries;
+  uint64_t generation = 0;
+  // Which classes a module's dict holds, by the module dict's version.
+  struct Classes {
+    uint64_t version = 0;
+    std::vector<py::object> classes;
+    uint64_t used = 0;
+  };
+  std::unordered_map<PyObject*, Classes> classesOf;
+
+  // A copy of `d` as it is now, and its version.
+  std::pair<py::dict, uint64_t> snapshot(py::handle d) {
+    const uint64_t v = dictVersion(d.ptr());
+    auto it = entries.find(d.ptr());
+    if (v != 0 && it != entries.end() && it->second.version == v) {
+      it->second.used = generation;
+      return {it->second.copy, v};
+    }
+    Entry e{py::reinterpret_borrow<py::object>(d), v, copyDict(d), generation};
+    py::dict copy = e.copy;
+    entries[d.ptr()] = std::move(e);
+    return {copy, v};
+  }
+  void dropUnused() {
+    for (auto it = entries.begin(); it != entries.end();) it = it->second.used == generation ? std::next(it) : entries.erase(it);
+    for (auto it = classesOf.begin(); it != classesOf.end();)
+      it = it->second.used == generation ? std::next(it) : classesOf.erase(it);
+  }
+};
+
+SnapshotCache& cache() {
+  static SnapshotCache* c = new SnapshotCache;  // never destroyed: it holds Python objects past finalization
+  return *c;
+}
 py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySequence_List(l.ptr())); }
 
 }  // namespace
@@ -96,9 +164,15 @@ struct Sandbox::Impl {
   std::vector<std::pair<py::object, py::object>> loggerLevels;  // (logger, level)
   py::object defaultDtype, gradEnabled, cwd;
   int recursionLimit = 0;
-  py::dict modules;                                  // sys.modules copy
-  std::vector<std::pair<py::dict, py::dict>> dicts;  // (module __dict__, copy)
-  std::vector<std::pair<py::object, py::dict>> classes;
+  py::dict modules;  // sys.modules copy
+  uint64_t modulesVersion = 0;
+  struct Saved {
+    py::object owner;  // a module's __dict__, or a class
+    py::dict copy;
+    uint64_t version;  // the dict's version when copied (0: unknown)
+  };
+  std::vector<Saved> dicts;    // module __dict__s
+  std::vector<Saved> classes;  // classes (their tp_dict)
   py::list path;
   py::dict environ;
   py::object environData;  // os.environ._data copy: a cheap "unchanged?" test
@@ -114,36 +188,49 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   impl_->roots = roots;
   py::module_ sys = py::module_::import("sys");
   py::dict mods = sys.attr("modules");
-  impl_->modules = copyDict(mods);
-  py::module_ builtins = py::module_::import("builtins");
-  py::object typeType = builtins.attr("type");
+  SnapshotCache& c = cache();
+  ++c.generation;
+  std::tie(impl_->modules, impl_->modulesVersion) = c.snapshot(mods);
   // A class is snapshotted once, however many modules import it (FlagGems'
   // op modules all import LibEntry and friends).
   std::unordered_set<PyObject*> seenClasses;
+  const auto addClass = [&](py::handle cls) {
+    if (!seenClasses.insert(cls.ptr()).second) return;
+    PyObject* td = typeDict(cls);
+    if (!td) return;
+    auto [copy, v] = c.snapshot(td);
+    impl_->classes.push_back({py::reinterpret_borrow<py::object>(cls), copy, v});
+  };
   for (auto item : mods) {
     const std::string_view name = view(item.first);
     if (!watched(name, roots)) continue;
     py::object d = py::getattr(item.second, "__dict__", py::none());
     if (!py::isinstance<py::dict>(d)) continue;
-    py::dict md = py::reinterpret_borrow<py::dict>(d);
-    impl_->dicts.emplace_back(md, copyDict(md));
+    auto [copy, v] = c.snapshot(d);
+    impl_->dicts.push_back({d, copy, v});
     if (name == "torch") {
-      py::object tensor = md.attr("get")("Tensor");
-      if (!tensor.is_none()) impl_->classes.emplace_back(tensor, py::dict(tensor.attr("__dict__")));
+      PyObject* tensor = PyDict_GetItemString(d.ptr(), "Tensor");
+      if (tensor && PyType_Check(tensor)) addClass(tensor);
     }
     if (watchedExactly(name)) continue;
-    Py_ssize_t pos = 0;
-    PyObject *key = nullptr, *value = nullptr;
-    while (PyDict_Next(md.ptr(), &pos, &key, &value)) {
-      if (!PyType_Check(value) || !seenClasses.insert(value).second) continue;
-      py::handle cls(value);
-      py::object cmod = py::getattr(cls, "__module__", py::none());
-      if (cmod.is_none() || !watched(view(cmod), roots)) continue;
-      PyObject* td = typeDict(cls);
-      impl_->classes.emplace_back(py::reinterpret_borrow<py::object>(cls),
-                                  td ? copyDict(td) : py::dict(cls.attr("__dict__")));
+    auto& known = c.classesOf[d.ptr()];
+    known.used = c.generation;
+    if (v == 0 || known.version != v) {  // the module's dict changed: find its classes again
+      known.version = v;
+      known.classes.clear();
+      Py_ssize_t pos = 0;
+      PyObject *key = nullptr, *value = nullptr;
+      while (PyDict_Next(d.ptr(), &pos, &key, &value)) {
+        if (!PyType_Check(value)) continue;
+        py::handle cls(value);
+        py::object cmod = py::getattr(cls, "__module__", py::none());
+        if (cmod.is_none() || !watched(view(cmod), roots)) continue;
+        known.classes.push_back(py::reinterpret_borrow<py::object>(cls));
+      }
     }
+    for (const auto& cls : known.classes) addClass(cls);
   }
+  c.dropUnused();
   impl_->path = copyList(sys.attr("path"));
   py::object osEnviron = py::module_::import("os").attr("environ");
   impl_->environ = py::dict(osEnviron);
@@ -182,9 +269,14 @@ void Sandbox::restore() {
   // Modules a case added are removed only under the watched roots (the code
   // under test and its mocks); a library the case imported (functorch, a
   // torch submodule) stays, since importing it again can fail.
-  restoreDict(sys.attr("modules"), impl_->modules, &impl_->roots);
-  for (auto& [d, snap] : impl_->dicts) restoreDict(d, snap);
-  for (auto& [cls, snap] : impl_->classes) restoreClass(cls, snap);
+  // A dict whose version is the one it had when copied was not changed.
+  const auto changed = [](PyObject* d, uint64_t v) { return v == 0 || !d || dictVersion(d) != v; };
+  py::dict mods = sys.attr("modules");
+  if (changed(mods.ptr(), impl_->modulesVersion)) restoreDict(mods, impl_->modules, &impl_->roots);
+  for (auto& s : impl_->dicts)
+    if (changed(s.owner.ptr(), s.version)) restoreDict(s.owner, s.copy);
+  for (auto& s : impl_->classes)
+    if (changed(typeDict(s.owner), s.version)) restoreClass(s.owner, s.copy);
   py::list path = sys.attr("path");
   path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
   py::object environ = py::module_::import("os").attr("environ");

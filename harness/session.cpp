@@ -154,11 +154,19 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
   const auto t0 = std::chrono::steady_clock::now();
   py::gil_scoped_acquire gil;
   json out;
+  double sandboxUs = 0;
   {
+    const auto s0 = std::chrono::steady_clock::now();
     Sandbox sb;
-    out = toJson(pyImport("flagprop.checks").attr("check")(kind, pyTarget_, fromJson(caseJson), fromJson(judging)));
+    const auto s1 = std::chrono::steady_clock::now();
+    py::object r = pyImport("flagprop.checks").attr("check")(kind, pyTarget_, fromJson(caseJson), fromJson(judging));
+    const auto s2 = std::chrono::steady_clock::now();
+    sb.restore();
+    sandboxUs = std::chrono::duration<double, std::micro>((s1 - s0) + (std::chrono::steady_clock::now() - s2)).count();
+    out = toJson(r);
   }
   out["time_us"] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  out["sandbox_us"] = sandboxUs;
   for (const auto& l : out.value("left_running", json::array())) {
     // A thread is the same one however often its name recurs; a process by its command.
     const char* id = l.value("kind", "") == "thread" ? "name" : "command";

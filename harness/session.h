@@ -39,7 +39,8 @@ class TargetSession {
   /// Observes and judges one case (flagprop.checks.check) in a fresh
   /// Sandbox: `kind` install | install2 | launch | key | op, `caseJson` the
   /// case's JSON form, `judging` the catalog entry's judging spec (op).
-  /// Returns check's result as JSON, plus `time_us` (µs, the whole call).
+  /// Returns check's result as JSON, plus `time_us` (µs, the whole call)
+  /// and `sandbox_us` (µs of it spent taking and restoring the sandbox).
   /// Python errors propagate as py::error_already_set.
   json check(const std::string& kind, const json& caseJson, const json& judging = nullptr);
 

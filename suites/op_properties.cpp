@@ -18,7 +18,7 @@ struct OpStats {
   int cases = 0;
   int reused = 0;  // judged from the other property's run of the same case
   int compilations = 0;
-  double referenceUs = 0, deviceUs = 0, totalUs = 0;
+  double referenceUs = 0, deviceUs = 0, totalUs = 0, inputsUs = 0, verdictsUs = 0, sandboxUs = 0;
 
   void add(const json& result, bool fromMemo) {
     if (fromMemo) {
@@ -31,6 +31,9 @@ struct OpStats {
     const json t = ev.value("time_us", json::object());
     referenceUs += t.value("reference", 0.0);
     deviceUs += t.value("device", 0.0);
+    inputsUs += t.value("inputs", 0.0);
+    verdictsUs += t.value("verdicts", 0.0);
+    sandboxUs += result.value("sandbox_us", 0.0);
     totalUs += result.value("time_us", 0.0);
   }
   json toJson() const {
@@ -43,6 +46,14 @@ struct OpStats {
              {{"reference", referenceUs / t},
               {"device_op", deviceUs / t},
               {"harness", std::max(0.0, (totalUs - referenceUs - deviceUs) / t)}}},
+            // Where the harness's part goes: building the inputs from their
+            // seeds, judging, the sandbox, and the rest (the C++ <-> Python
+            // round trip, RapidCheck, the in-flight record).
+            {"harness_share",
+             {{"inputs", inputsUs / t},
+              {"verdicts", verdictsUs / t},
+              {"sandbox", sandboxUs / t},
+              {"other", std::max(0.0, (totalUs - referenceUs - deviceUs - inputsUs - verdictsUs - sandboxUs) / t)}}},
             {"us_per_case", cases ? totalUs / cases : 0.0}};
   }
 };

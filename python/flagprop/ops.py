@@ -475,8 +475,10 @@ def observe_case(target, case, gates, upcast, repeat=False):
     compiles0 = compile_count()
     runner = Runner(target, case["op"], gates)
     device = target["device"]
-    t0 = time.perf_counter()
+    t_in = time.perf_counter()
     cpu_inputs = [build_cpu(call) for call in case["calls"]]
+    t0 = time.perf_counter()
+    inputs_s = t0 - t_in
     _stage("reference")
     expected, relaid = [], []
     for k, call in enumerate(case["calls"]):
@@ -499,7 +501,8 @@ def observe_case(target, case, gates, upcast, repeat=False):
         obs["fast_path"] = "active"
         passes.append(_run_pass(runner, case, cpu_inputs, device, "patched"))
     obs["compilations"] = compile_count() - compiles0
-    obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes)}
+    obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes),
+                      "inputs": 1e6 * inputs_s}
     return obs
 
 
@@ -528,13 +531,14 @@ def judge_case(target, case, gates, judging):
     obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either")
     if "discard" in obs:
         return obs
+    t0 = time.perf_counter()
     out = verdicts.op_findings(obs, case, judging)
     if out["numerics"] and judging.get("reference") == "either":
         unstable = _unstable_reference(case, obs)
         if unstable:
             return {"discard": unstable}
     out["compilations"] = obs["compilations"]
-    out["time_us"] = obs["time_us"]
+    out["time_us"] = dict(obs["time_us"], verdicts=1e6 * (time.perf_counter() - t0))
     return out
 
 

@@ -24,6 +24,9 @@
 #   all-ops  P5 / P6 for every overload FlagGems registers (matrix/targets/h200-flaggems-all.json) in one
 #          run of $FLAGPROP_JOBS processes (--jobs, default 16), $FLAGPROP_CASES cases each (default 3),
 #          within --budget $FLAGPROP_BUDGET s (default 420); a coverage table and the failures, one line each
+#   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
+#          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
+#   draft-repros  after all-ops: runs the reproducer of each bug-report draft (exit statuses)
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
@@ -35,6 +38,7 @@ FP=./build-gpu/flagprop
 echo "== $($PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())')"
 $PY -m pip install -q --no-index --no-deps --target /tmp/site .carry/wheels/*.whl 2>&1 | tail -2
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export FLAGPROP_ROOT=$ROOT  # reproducers written outside the checkout find flagprop here
 
 build() {
   local crypto
@@ -146,6 +150,32 @@ for MODE in "$@"; do
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
       tail -4 "$OUTDIR/all.log"
       $PY matrix/coverage.py "$OUTDIR/all" ;;
+    warm)  # P5 on six ops, float32, $FLAGPROP_CASES (default 200) cases: a cold run, then the same warm
+      ops=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
+           --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
+      rm -rf "$OUTDIR/warm-cache"
+      for pass in cold warm; do
+        $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" "${ops[@]}" --triton-cache "$OUTDIR/warm-cache" \
+          --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/$pass" >"$OUTDIR/$pass.log" 2>&1
+        echo "== $pass: exit $?"
+        $PY - "$OUTDIR/$pass/report.json" <<'PYEOF'
+import json, sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    for r in t["results"]:
+        st = r["observations"].get("stats", {})
+        sh, hs = st.get("share", {}), st.get("harness_share", {})
+        n = st.get("cases_executed", 0)
+        print("%-20s %-6s %4d cases %7.1f cases/s %7.0f us/case  reference %4.0f%%  device op %4.0f%%  harness %4.0f%% "
+              "(inputs %3.0f%%, verdicts %3.0f%%, sandbox %3.0f%%, other %3.0f%%)  compiles/100 %.0f" % (
+              r["op"], r["status"], n, n / max(r["seconds"], 1e-9), st.get("us_per_case", 0),
+              100 * sh.get("reference", 0), 100 * sh.get("device_op", 0), 100 * sh.get("harness", 0),
+              100 * hs.get("inputs", 0), 100 * hs.get("verdicts", 0), 100 * hs.get("sandbox", 0),
+              100 * hs.get("other", 0), st.get("compilations_per_100_cases", 0)))
+PYEOF
+      done ;;
+    draft-repros)  # the reproducer of each bug-report draft of the all-ops run, 8 at once
+      grep -ho 'reproducers/repro_[^ )`]*\.py' "$OUTDIR"/all/drafts/[0-9]*.md 2>/dev/null | sort -u | head -"${FLAGPROP_REPROS:-40}" |
+        xargs -P 8 -I{} sh -c 'timeout 90 '"$PY"' '"$OUTDIR"'/all/{} >/dev/null 2>&1; echo "exit $? {}"' | sort ;;
     args) $FP run $FLAGPROP_ARGS --report-dir "$OUTDIR/args"; summary "$OUTDIR/args" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
   esac

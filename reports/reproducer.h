@@ -8,13 +8,26 @@
 namespace flagprop {
 
 /// Writes `<dir>/repro_<target>_<run key>_<n>.py`: a script that rebuilds
-/// the shrunk case of `outcome` with plain `python3` (torch only; flagprop's
-/// own Python modules are embedded verbatim, so it observes and judges the
-/// case with the very functions the suite used: flagprop.checks), loads the
-/// same installer file (its SHA256 is printed and compared), prints what it
-/// sees and exits 1 when the failure reproduces, 0 when it does not, 2 when
-/// a file of the target is missing and 3 when it cannot run here (e.g. no
-/// torch, no device). `target` is the target document's `target`
+/// the shrunk case of `outcome` under the python3 that has torch (no
+/// flagprop needed) and judges it with the very functions the suite used
+/// (flagprop.checks).
+///
+/// What it holds: the case and the target as Python literals; the code
+/// under test's paths as variables at the top (INSTALLER_PATH, OPS_PATH,
+/// FLAGGEMS_SRC, PYTHON_PATH), "{ROOT}/..." for a path inside the flagprop
+/// checkout and "{HERE}/..." for one inside the report folder, so that no
+/// absolute path of this machine is written except a code-under-test path
+/// outside both; and of flagprop's Python code only what the case's check
+/// kind reaches (python/flagprop/slim.py, run with FLAGPROP_PYTHON_EXE -I -S,
+/// docstrings removed), readable, with the machinery packed (zlib, base85)
+/// where the file would otherwise exceed about 40 KB. If that cutting-down
+/// fails, the whole modules are embedded instead (larger, never wrong) and
+/// the file says so.
+///
+/// The script prints what it sees and exits 1 when the failure reproduces,
+/// 0 when it does not, 2 when a file of the target is missing and 3 when it
+/// cannot run here (a python without torch, no device, code it needs that
+/// is not embedded). `target` is the target document's `target`
 /// (Target::toJson) and `provenance` its provenance. Returns the path.
 /// Throws FileError if the file cannot be written. `nameSuffix` keeps the
 /// files of a run's distinct failures apart ("_distinct2").

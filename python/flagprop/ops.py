@@ -392,7 +392,6 @@ class Runner:
 
         self.target = target
         self.gates = gates
-        self._session = session
         session.prepare_flag_gems(target, {})  # the mocks, or the real FlagGems (+ supplied helper)
         self.before = None if target["installer"]["mode"] == "none" else observe.snapshot()
         self.fn = op_callable(target, op)
@@ -405,7 +404,9 @@ class Runner:
         """Runs the installer once. Returns {present, active, call}."""
         if self.before is None:
             return {"present": False, "active": False}
-        call, active = self._session.install_observed(self.target, self.gates, self.before)
+        from . import session  # a plain import: a reproducer embeds only the session code it runs
+
+        call, active = session.install_observed(self.target, self.gates, self.before)
         return {"present": True, "active": bool(active), "call": call}
 
 

@@ -355,7 +355,10 @@ bool mayRun(const Target& t, const Selection& sel) {
   std::vector<std::string> ops = t.catalogOps;
   if (ops.empty())
     for (const auto& e : catalog()) ops.push_back(e.name);
-  const std::vector<std::string> dtypes = t.dtypes.empty() ? std::vector<std::string>{""} : t.dtypes;
+  // A target without dtypes runs each op's own list: any dtype flagprop knows may be among them.
+  const std::vector<std::string> dtypes =
+      t.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16", "int32", "int64", "float64", "bool"}
+                       : t.dtypes;
   for (const auto& id : targetProperties(t)) {
     const PropertyDef* d = findProperty(id);
     if (!d) continue;

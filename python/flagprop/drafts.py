@@ -30,7 +30,7 @@ import shlex
 import sys
 
 from flagprop.htmlreport import compact_json
-from flagprop.verdicts import finding_kind
+from flagprop.verdicts import finding_kind, shapeless
 
 SCHEMA = "flagprop.report/1"
 
@@ -94,6 +94,7 @@ def _normalise(kind):
     str."""
     kind = _DTYPE_WORDS.sub("<dtype>", kind)
     kind = _SCALAR_TYPES.sub("<dtype>", kind)
+    kind = shapeless(kind)  # one check failing on several shapes is one failure
     return " ".join(kind.split())
 
 

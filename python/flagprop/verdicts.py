@@ -674,17 +674,33 @@ def op_findings(obs, case, judging):
     return out
 
 
+def shapeless(message):
+    """``message`` with numbers as ``#`` and every shape or tuple in it
+    (``torch.Size([2, 3])``, ``(2,)``, ``[4]``) as ``(…)``: one check that
+    fails on several shapes is one kind of failure."""
+    import re
+
+    message = re.sub(r"torch\.Size\(", "(", message)
+    message = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", message)
+    while True:
+        collapsed = re.sub(r"\([^()\[\]]*\)|\[[^()\[\]]*\]", "(\u2026)", message)
+        collapsed = collapsed.replace("((\u2026))", "(\u2026)")
+        if collapsed == message:
+            return collapsed
+        message = collapsed
+
+
 def finding_kind(text):
     """The class of one P5 / P6 finding, for telling failures apart: the
-    exception type and message (numbers dropped) for a raise, else what
-    kind of finding it is (values, shape, dtype, NaN, aliasing...)."""
+    exception type and message (numbers and shapes dropped: ``shapeless``)
+    for a raise, else what kind of finding it is (values, shape, dtype, NaN,
+    aliasing...)."""
     import re
 
     text = re.sub(r"^call \d+( \([a-z]+\))?: ", "", text)
     raised = re.search(r"the op raised ([A-Za-z_.]+): ?(.*?); CPU ATen", text)
     if raised:
-        message = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", raised.group(2))
-        return "raised %s: %s" % (raised.group(1), message[:80])
+        return "raised %s: %s" % (raised.group(1), shapeless(raised.group(2))[:80])
     for needle, kind in (("device context was lost", "lost device"), ("beyond rtol", "values"),
                          ("select other values", "indices"), ("out of range", "indices"),
                          ("has dtype", "dtype"), ("has shape", "shape"), ("shape [", "shape"),

@@ -14,7 +14,9 @@
 //   Tensor?[]         one 1-D int64 index tensor into dim 0 of the first tensor
 //   int, SymInt       named *dim* or axis: a valid dim of the first tensor,
 //                     either sign; reduction: 0, 1, 2 (none, mean, sum);
-//                     otherwise a small int (1, 2, 0, 3, -1)
+//                     counts and sizes (n_*, num_*, *bins*, *size*, *steps*,
+//                     *groups*, *length*): 1, 2, 3; otherwise a small int
+//                     (1, 2, 0, 3, -1)
 //   int[], SymInt[]   named *dim*: distinct dims, either sign; named size,
 //                     sizes or shape: S; normalized_shape: S's trailing dims;
 //                     otherwise small positive ints, as many as the list's
@@ -219,6 +221,12 @@ json argValue(Ctx& c, const SchemaArg& a) {
       return d;
     }
     if (a.name == "reduction") return *gen::element<json>(1, 0, 2);  // at::Reduction: none, mean, sum
+    // Counts and sizes are positive: CPU ATen itself loops without end on
+    // some of them (choose_qparams_optimized with n_bins -1).
+    const std::string& n = a.name;
+    if (n.rfind("n_", 0) == 0 || n.rfind("num_", 0) == 0 || n == "n" || contains(n, "bins") || contains(n, "size") ||
+        contains(n, "steps") || contains(n, "groups") || contains(n, "length"))
+      return *gen::element<json>(1, 2, 3);
     return smallInt();
   }
   if (t == "int[]") return intList(c, a);

@@ -381,10 +381,13 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   }
   if (o.contains("kernels")) md << "- LibEntry runs and keys by kernel (after warm-up): `" << o.at("kernels").dump() << "`\n";
   if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
-  md << "- shrunk counterexample: `" << r.value("counterexample", json()).dump() << "`\n";
-  md << "- reproduce in flagprop: `" << prov.value("flagprop", std::string("flagprop")) << " run --manifest "
-     << t.value("manifest", "") << " --property " << replayId(r) << " --reproduce '" << r.value("reproduce", "")
-     << "' --report-dir flagprop-replay`\n";
+  const bool crashed = o.contains("crash");
+  md << "- " << (crashed ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
+     << r.value("counterexample", json()).dump() << "`\n";
+  if (!r.value("reproduce", std::string()).empty())
+    md << "- reproduce in flagprop: `" << replayCommand(prov, t, r) << "`\n";
+  else
+    md << "- no replay string (the process that would replay it in flagprop died on this case): run the reproducer\n";
   if (r.contains("reproducer") && !r.at("reproducer").is_null())
     md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
        << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
@@ -407,7 +410,7 @@ std::string renderMarkdown(const json& report) {
     if (t.contains("stopped")) md << "**stopped:** " << t.value("stopped", std::string()) << "\n\n";
     for (const auto& m : t.value("unverified", json::array()))
       md << "**unverified run**: " << m.get<std::string>() << " (every result below is marked unverified)\n\n";
-    const auto& p = t.at("provenance");
+    const json p = t.value("provenance", json::object());
     if (p.contains("pin")) md << "pin: `" << p.at("pin").value("name", "") << "` (" << p.at("pin").value("path", "") << ")\n\n";
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
@@ -501,8 +504,10 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     if (shown < blocks) {
       ++shown;
       os << "  " << head << "\n    why: " << cell(r.value("reason", ""), 300) << "\n";
+      const bool crashed = r.value("observations", json::object()).contains("crash");
       if (r.contains("counterexample") && !r.at("counterexample").is_null())
-        os << "    counterexample (shrunk): " << cell(r.at("counterexample").dump(), 300) << "\n";
+        os << "    counterexample (" << (crashed ? "unshrunk: the process died on it" : "shrunk")
+           << "): " << cell(r.at("counterexample").dump(), 300) << "\n";
       if (r.contains("reproducer") && r.at("reproducer").is_string())
         os << "    reproducer: " << prov.value("python", std::string("python3")) << " "
            << r.at("reproducer").get<std::string>() << "\n";

@@ -178,7 +178,9 @@ void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) 
 }  // namespace
 
 std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
-  if (!r.timedOut && !r.signal && (r.exitCode == 0 || r.exitCode == 1) && finished) return "";
+  if (!r.timedOut && !r.stopped && !r.signal && (r.exitCode == 0 || r.exitCode == 1) && finished) return "";
+  if (r.stopped) return "target process stopped (the run was interrupted)";
+  if (r.caseTimedOut) return "target process timed out on one case (it ran longer than --case-timeout)";
   return r.timedOut ? "target process timed out after " + std::to_string(timeoutSeconds) + " s"
          : r.signal ? "target process died with signal " + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")"
          : finished ? "target process exited with code " + std::to_string(r.exitCode)
@@ -241,8 +243,15 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
   return doc;
 }
 
+namespace {
+volatile sig_atomic_t gStop = 0;
+}  // namespace
+
+void requestStop() { gStop = 1; }
+bool stopRequested() { return gStop != 0; }
+
 ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath,
-                     const std::vector<std::string>& env) {
+                     const std::vector<std::string>& env, const CaseWatch& watch) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -271,12 +280,38 @@ ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, c
   if (spawned != 0) return r;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
   int status = 0;
+  std::string lastCase;  // the in-flight case seen last, and since when
+  auto caseSince = std::chrono::steady_clock::now(), lastLook = caseSince;
+  const auto stop = [&](bool* flag) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    *flag = true;
+  };
   while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      r.timedOut = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now > deadline) {
+      stop(&r.timedOut);
       break;
+    }
+    if (gStop) {
+      stop(&r.stopped);
+      break;
+    }
+    if (watch.caseSeconds > 0 && now - lastLook > std::chrono::milliseconds(500)) {
+      lastLook = now;
+      std::string fly;
+      try {
+        fly = readFile(watch.inflightPath);
+      } catch (const std::exception&) {
+      }
+      if (fly != lastCase) {
+        lastCase = fly;
+        caseSince = now;
+      } else if (!fly.empty() && now - caseSince > std::chrono::seconds(watch.caseSeconds)) {
+        r.caseTimedOut = true;
+        stop(&r.timedOut);
+        break;
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

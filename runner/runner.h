@@ -64,7 +64,23 @@ struct ChildResult {
   int exitCode = -1;
   int signal = 0;
   bool timedOut = false;
+  bool caseTimedOut = false;  ///< one case outran the per-case limit (a hang), not the whole process
+  bool stopped = false;       ///< killed because stopRequested() (Ctrl-C, SIGTERM)
 };
+
+/// A child's per-case watch: `inflightPath` holds the case in flight (the
+/// child empties it between cases); a case in flight longer than
+/// `caseSeconds` ends the child (ChildResult::caseTimedOut).
+struct CaseWatch {
+  std::string inflightPath;
+  int caseSeconds = 0;  ///< 0: no per-case limit
+};
+
+/// Asks every runChild in this process to stop its child (a signal handler
+/// may call it: it only sets a flag).
+void requestStop();
+/// Whether requestStop() was called.
+bool stopRequested();
 
 /// Runs `argv` (argv[0] an executable path) with the environment of this
 /// process and waits at most `timeoutSeconds`, killing it after that. With
@@ -74,7 +90,7 @@ struct ChildResult {
 /// `env` entries ("NAME=value") are set in the child's environment on top of
 /// this process's.
 ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "",
-                     const std::vector<std::string>& env = {});
+                     const std::vector<std::string>& env = {}, const CaseWatch& watch = {});
 
 /// What a target process printed (a runChild capture file), for the
 /// report: {"lines": total lines, "distinct": [{"text", "count"}] (the

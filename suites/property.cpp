@@ -205,6 +205,17 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     const Case c = *run.generator;
     if (opts.progress) opts.progress(judged++);
     if (!opts.inflightPath.empty()) overwriteFile(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
+    // Emptied when the case ends however it ends (RC_FAIL throws): a crash
+    // or a stall between cases is never put on the last case.
+    struct Landed {
+      const std::string& path;
+      ~Landed() {
+        if (!path.empty()) try {
+            overwriteFile(path, "");
+          } catch (...) {
+          }
+      }
+    } landed{opts.inflightPath};
     json result;
     try {
       result = run.judge(c);

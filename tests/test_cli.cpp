@@ -70,7 +70,7 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
       for (const auto& r : t.at("results")) EXPECT_EQ(r.at("status"), "pass") << r.dump();
   EXPECT_TRUE(report.at("summary").at("unexpected").empty()) << report.at("summary").dump(2);
   EXPECT_TRUE(fs::exists(dir / "report.md"));
-  EXPECT_TRUE(fs::exists(dir / "junit" / "1_fixture-well-behaved.xml"));
+  EXPECT_TRUE(fs::exists(dir / "junit" / "001_fixture-well-behaved.xml"));
   // The console: one short block per failure with what a person acts on, and
   // none of GoogleTest's lines nor what the code under test printed.
   EXPECT_NE(out.find("counterexample (shrunk): "), std::string::npos) << out;
@@ -339,6 +339,45 @@ TEST(Cli, WhatTheCodeUnderTestPrintsIsCapturedAndListed) {
   }
   EXPECT_TRUE(warned && printed) << c.dump(2);
   EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("example-ops noise"), std::string::npos);
+  flagprop::removeTree(dir.string());
+}
+
+TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
+  const std::string fp = std::string(FLAGPROP_BINARY), targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-stop-" + std::to_string(getpid()));
+  std::string out;
+  // --jobs: the ops are dealt over two processes, the installer properties still run.
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh(fp + " run --jobs 2 --seed 3 --cases 5 --manifest " + targets + "well-behaved.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  json report = load((dir / "report.json").string());
+  for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"}) EXPECT_NE(result(report, "fixture-well-behaved", p), nullptr) << p;
+  EXPECT_EQ(report.at("targets").at(0).value("shards", 0), 2);
+  // A case that hangs is stopped by --case-timeout long before the process limit.
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh(fp + " run --seed 3 --case-timeout 3 --timeout 600 --manifest " + targets + "ops-hang.json --report-dir " +
+                   dir.string(),
+               &out),
+            0)
+      << out;
+  report = load((dir / "report.json").string());
+  const json* hang = result(report, "fixture-ops-hang", "P5");
+  ASSERT_NE(hang, nullptr) << out;
+  EXPECT_NE(hang->at("reason").get<std::string>().find("timed out on one case"), std::string::npos) << hang->dump();
+  // --budget: what ran is reported, the rest is "not run", and the exit status says the run is incomplete.
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh(fp + " run --seed 3 --budget 2 --report-dir " + dir.string(), &out), 1) << out;
+  EXPECT_TRUE(fs::exists(dir / "report.md")) << out;
+  EXPECT_NE(flagprop::readFile((dir / "report.json").string()).find("--budget of 2 s ran out"), std::string::npos);
+  // Ctrl-C (SIGINT to flagprop alone): the target process is stopped, the report of what ran is written, exit 130.
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh("timeout --preserve-status -s INT 6 " + fp + " run --seed 3 --report-dir " + dir.string(), &out), 130) << out;
+  EXPECT_TRUE(fs::exists(dir / "report.json")) << out;
+  std::string left;
+  sh("pgrep -f 'run-target.*" + dir.string() + "' || true", &left);
+  EXPECT_EQ(left, "") << "a target process outlived the interrupted run";
   flagprop::removeTree(dir.string());
 }
 

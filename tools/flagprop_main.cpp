@@ -28,6 +28,9 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <cstdio>
+
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -81,6 +84,9 @@ run options (--opt value or --opt=value):
                       kernels compile N at a time (default 1)
   --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
                       CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process)
+  --case-timeout SEC  one case's time limit (default 300; 0: none): a case that runs
+                      longer is a hang, recorded with its reproducer, and a fresh
+                      process goes on (CPU ATen hanging on a generated case is a skip)
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run
@@ -119,6 +125,7 @@ struct Cli {
   std::vector<std::string> devices;          // --devices: a device index per shard, round robin
   std::string tritonCache;                   // --triton-cache
   int budgetSeconds = 0;                     // --budget: the whole run's wall time; 0 = none
+  int caseTimeoutSeconds = 300;              // --case-timeout
   int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
   bool progress = false;                     // run-target: a progress line on consoleFd
 };
@@ -143,9 +150,13 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   unsigned long long n = 0;
   if (opt == "--manifest") {
     std::error_code ec;
+    if (fs::is_directory(v, ec)) return "--manifest " + v + ": a folder, not a manifest file";
     if (!fs::is_regular_file(v, ec)) return "--manifest " + v + ": no such file";
     cli.manifests.push_back(v);
-  } else if (opt == "--report-dir") cli.reportDir = v;
+  } else if (opt == "--report-dir") {
+    if (v.empty()) return "--report-dir needs a folder";
+    cli.reportDir = v;
+  }
   else if (opt == "--jobs") {
     if (!number(v, n) || n == 0 || n > 256) return "--jobs needs a number of processes from 1 to 256";
     cli.jobs = static_cast<int>(n);
@@ -156,6 +167,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
       cli.devices.push_back(d);
     }
     if (cli.devices.empty()) return "--devices needs device indices, e.g. 0,1";
+  } else if (opt == "--case-timeout") {
+    if (!number(v, n) || n > 86400) return "--case-timeout needs a number of seconds from 0 (none) to 86400";
+    cli.caseTimeoutSeconds = static_cast<int>(n);
   } else if (opt == "--budget") {
     if (!number(v, n) || n == 0 || n > 604800) return "--budget needs a number of seconds from 1 to 604800";
     cli.budgetSeconds = static_cast<int>(n);
@@ -231,6 +245,12 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
       continue;
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
+    static const std::vector<std::string> known = {
+        "--manifest", "--report-dir", "--target", "--property", "--op",       "--dtype",        "--cases",
+        "--seed",     "--reproduce",  "--timeout", "--jobs",    "--devices",  "--triton-cache", "--budget",
+        "--case-timeout", "--out",    "--repro-dir", "--resume", "--console-fd"};
+    if (std::find(known.begin(), known.end(), opt) == known.end())
+      return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
       if (i + 1 >= args.size()) return opt + " needs a value";
       value = args[++i];
@@ -459,11 +479,27 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
       } catch (const std::exception&) {
       }
       doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+      if (!doc.contains("provenance")) doc["provenance"] = json::object();
       if (!crashes.empty()) doc["crashes"] = crashes;
       return doc;
     }
     const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
-    const ChildResult r = runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env);
+    const ChildResult r =
+        runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
+    if (r.stopped) {  // Ctrl-C / SIGTERM: keep what the target wrote, start nothing more
+      json doc;
+      try {
+        doc = json::parse(readFile(out));
+      } catch (const std::exception&) {
+        doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
+               {"error", "the run was interrupted before the target wrote its document"}, {"results", json::array()}};
+      }
+      doc["stopped"] = std::string("the run was interrupted; the runs left did not run");
+      if (!doc.contains("provenance")) doc["provenance"] = json::object();
+      doc["captured_output"] = capturedOutput(capture);
+      if (!crashes.empty()) doc["crashes"] = crashes;
+      return doc;
+    }
     if (budgetLimits && r.timedOut) {  // stopped by the budget, not hung: the case in flight is no finding
       json doc;
       try {
@@ -473,6 +509,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
                {"error", "the run's --budget ran out before the target wrote its document"}, {"results", json::array()}};
       }
       doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+      if (!doc.contains("provenance")) doc["provenance"] = json::object();
       doc["captured_output"] = capturedOutput(capture);
       if (!crashes.empty()) doc["crashes"] = crashes;
       fs::remove(inflight, ec);
@@ -620,6 +657,8 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
     Cli shard = cli;
     shard.target.selection.ops.clear();
     for (size_t i = k; i < ops.size(); i += jobs) shard.target.selection.ops.push_back(ops[i]);
+    if (k == 0 && shard.target.selection.properties.empty())  // named, so that --op does not drop them
+      shard.target.selection.properties = targetProperties(*planned.target);
     if (k > 0) {
       if (shard.target.selection.properties.empty())  // the installer properties run in the first shard only
         for (const auto& id : targetProperties(*planned.target))
@@ -708,7 +747,9 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   const size_t total = chosen.size() + docs.size();
   size_t index = 0;
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
-    const std::string stem = std::to_string(++index) + "_" + ident(doc.value("name", std::string("target")));
+    char num[16];
+    std::snprintf(num, sizeof num, "%03zu", ++index);  // file names sort in run order
+    const std::string stem = std::string(num) + "_" + ident(doc.value("name", std::string("target")));
     writeText(dir + "/junit/" + stem + ".xml", junitXml(doc, info));
     printTargetResult(doc, info, index, total, seconds, std::cout);
     docs.push_back(std::move(doc));
@@ -736,6 +777,11 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       if (doc.value("name", "") == fs::path(chosen[i].path).stem().string()) doc["name"] = chosen[i].name;
     }
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (stopRequested()) {
+      std::cout << "flagprop: interrupted; the report holds the targets run so far ("
+                << chosen.size() - i - 1 << " not started)" << std::endl;
+      break;
+    }
   }
   const json report = mergeReport(docs, info);
   writeText(dir + "/report.json", jsonText(report));
@@ -745,12 +791,20 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   std::cout << "report: " << dir << "/report.md (and report.html, report.json, junit/, drafts/, reproducers/)" << std::endl;
   if (!htmlWhy.empty()) std::cout << "flagprop: report.html / drafts not written: " << htmlWhy << std::endl;
   size_t results = 0;
-  for (const auto& t : docs) results += t.value("results", json::array()).size();
-  if (results == 0 && report.at("summary").value("target_errors", 0) == 0) {
+  bool anyStopped = false;
+  for (const auto& t : docs) {
+    results += t.value("results", json::array()).size();
+    anyStopped |= t.contains("stopped");
+  }
+  if (results == 0 && !anyStopped && report.at("summary").value("target_errors", 0) == 0) {
     std::cerr << "flagprop: nothing ran: --property / --op / --dtype select no run of any target" << std::endl;
     return 2;
   }
-  return report.at("summary").at("unexpected").empty() ? 0 : 1;
+  if (stopRequested()) return 130;
+  bool stopped = false;
+  for (const auto& t : docs) stopped |= t.contains("stopped");
+  if (stopped) std::cout << "flagprop: not every run ran (--budget or an interruption): exit 1" << std::endl;
+  return report.at("summary").at("unexpected").empty() && !stopped ? 0 : 1;
 }
 
 // `flagprop ops` and `flagprop properties`: what a run can select.
@@ -887,6 +941,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   Cli cli;
+  if (args[0] == "run") {  // Ctrl-C / SIGTERM: stop the target processes, write the report of what ran
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { requestStop(); };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+  }
   const std::string why = parse(args, cli);
   if (!why.empty()) {
     std::cerr << "flagprop: " << why << "\n";

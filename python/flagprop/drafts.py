@@ -246,6 +246,8 @@ def group(report):
             if not isinstance(r, dict) or r.get("status") != "fail":
                 continue
             obs = r.get("observations") if isinstance(r.get("observations"), dict) else {}
+            if "crash" in obs and str(r.get("reason", "")).startswith("(as "):
+                continue  # the same crash restated for the op's other property: drafted once, with the first
             failures = [(None, 0)] + [(d, i + 2) for i, d in enumerate(obs.get("distinct_failures") or [])
                                       if isinstance(d, dict)]
             for failure, index in failures:

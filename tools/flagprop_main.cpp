@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <string>
@@ -368,10 +369,11 @@ struct Planned {
   std::unique_ptr<Target> target;
 };
 
-// Whether `t` has a run `sel` takes (checked before a process is started
-// for it). Conservative: an op property is taken when some op of the
-// target's catalog and some dtype (its own list, or any) is.
-bool mayRun(const Target& t, const Selection& sel) {
+// The properties of `t` that `sel` takes and the ops they would run
+// (checked before a process is started for it). Conservative: an op
+// property is taken when some op of the target's catalog and some dtype
+// (its own list, or any) is.
+std::pair<std::vector<std::string>, size_t> selectedRuns(const Target& t, const Selection& sel) {
   std::vector<std::string> ops = t.catalogOps;
   if (ops.empty())
     for (const auto& e : catalog()) ops.push_back(e.name);
@@ -379,19 +381,29 @@ bool mayRun(const Target& t, const Selection& sel) {
   const std::vector<std::string> dtypes =
       t.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16", "int32", "int64", "float64", "bool"}
                        : t.dtypes;
+  std::vector<std::string> props;
+  std::set<std::string> opsTaken;
   for (const auto& id : targetProperties(t)) {
     const PropertyDef* d = findProperty(id);
     if (!d) continue;
     if (d->scope != PropertyDef::Scope::Op) {
-      if (sel.takes(id)) return true;
+      if (sel.takes(id)) props.push_back(id);
       continue;
     }
+    bool any = false;
     for (const auto& op : ops)
       for (const auto& dt : dtypes)
-        if (sel.takes(id, op, dt)) return true;
+        if (sel.takes(id, op, dt)) {
+          any = true;
+          opsTaken.insert(op);
+          break;
+        }
+    if (any) props.push_back(id);
   }
-  return false;
+  return {props, opsTaken.size()};
 }
+
+bool mayRun(const Target& t, const Selection& sel) { return !selectedRuns(t, sel).first.empty(); }
 
 // Expands the manifests into targets; a manifest that cannot be read or a
 // target that cannot be loaded becomes a target error document.
@@ -717,10 +729,11 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
         std::cout << "\ttarget error: " << t.error << "\n";
         continue;
       }
+      const auto [selected, ops] = selectedRuns(*t.target, cli.target.selection);
       std::string props;
-      for (const auto& p : targetProperties(*t.target)) props += (props.empty() ? "" : ",") + p;
+      for (const auto& p : selected) props += (props.empty() ? "" : ",") + p;
       std::cout << "\t" << t.target->device << "\t" << props;
-      if (!t.target->catalogOps.empty()) std::cout << "\t" << t.target->catalogOps.size() << " ops";
+      if (ops) std::cout << "\t" << ops << " ops";
       std::cout << "\n";
     }
     for (const auto& d : docs) std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "") << "\n";

@@ -56,7 +56,8 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
     if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
   }
   for (auto& t : targets)
-    if (t.contains("results") && opCoverage(t).value("ops", 0) > 0) t["coverage"] = opCoverage(t);
+    if (t.contains("results"))
+      if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
   json report = {{"schema", "flagprop.report/1"}, {"targets", targets}};
   json prov = runInfo;
   for (const auto& t : targets)
@@ -232,7 +233,7 @@ namespace {
 
 // The coverage line of a target with many ops (catalog "flaggems").
 void coverageLine(std::ostringstream& md, const json& t) {
-  const json c = opCoverage(t);
+  const json c = t.contains("coverage") ? t.at("coverage") : opCoverage(t);  // mergeReport's, where it ran
   if (c.value("ops", 0) < 20) return;
   md << "Coverage: " << c.value("ops", 0) << " ops; **judged " << c.value("judged", 0) << "** (pass "
      << c.value("pass", 0) << ", fail " << c.value("fail", 0) << " with " << c.value("distinct_failures", 0)

@@ -483,51 +483,32 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     const auto now = std::chrono::steady_clock::now();
     const bool budgeted = gBudgetEnd != std::chrono::steady_clock::time_point::max();
     const int left = budgeted ? static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(gBudgetEnd - now).count()) : 0;
-    if (budgeted && left <= 0) {  // nothing started: the budget is spent
-      json doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "ok"},
-                  {"results", json::array()}};
+    // A target stopped from outside (the budget ran out, Ctrl-C): what it
+    // wrote is kept, the runs left are "not run", the case in flight is no finding.
+    const std::string budgetWhy =
+        "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+    const auto stoppedDoc = [&](const std::string& why, bool started) {
+      json doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
+                  {"error", "stopped before the target wrote its document: " + why}, {"results", json::array()}};
       try {
         doc = json::parse(readFile(out));
       } catch (const std::exception&) {
       }
-      doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
+      doc["stopped"] = why;
       if (!doc.contains("provenance")) doc["provenance"] = json::object();
-      if (!crashes.empty()) doc["crashes"] = crashes;
-      return doc;
-    }
-    const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
-    const ChildResult r =
-        runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
-    if (r.stopped) {  // Ctrl-C / SIGTERM: keep what the target wrote, start nothing more
-      json doc;
-      try {
-        doc = json::parse(readFile(out));
-      } catch (const std::exception&) {
-        doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
-               {"error", "the run was interrupted before the target wrote its document"}, {"results", json::array()}};
-      }
-      doc["stopped"] = std::string("the run was interrupted; the runs left did not run");
-      if (!doc.contains("provenance")) doc["provenance"] = json::object();
-      doc["captured_output"] = capturedOutput(capture);
-      if (!crashes.empty()) doc["crashes"] = crashes;
-      return doc;
-    }
-    if (budgetLimits && r.timedOut) {  // stopped by the budget, not hung: the case in flight is no finding
-      json doc;
-      try {
-        doc = json::parse(readFile(out));
-      } catch (const std::exception&) {
-        doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
-               {"error", "the run's --budget ran out before the target wrote its document"}, {"results", json::array()}};
-      }
-      doc["stopped"] = "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
-      if (!doc.contains("provenance")) doc["provenance"] = json::object();
-      doc["captured_output"] = capturedOutput(capture);
+      if (started) doc["captured_output"] = capturedOutput(capture);
       if (!crashes.empty()) doc["crashes"] = crashes;
       fs::remove(inflight, ec);
       fs::remove(stage, ec);
       return doc;
-    }
+    };
+    if (budgeted && left <= 0) return stoppedDoc(budgetWhy, false);  // nothing started: the budget is spent
+    const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
+    const ChildResult r =
+        runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
+    if (r.stopped) return stoppedDoc("the run was interrupted; the runs left did not run", true);
+    // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
+    if (budgetLimits && r.timedOut && !r.caseTimedOut) return stoppedDoc(budgetWhy, true);
     if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
     json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
     doc["captured_output"] = capturedOutput(capture);

@@ -184,7 +184,8 @@ def aggregate(target, results):
     ``target``, one property). Returns a dict: ``status`` (the displayed
     status: "na" when there are no results, "unverified" for an unverified
     run, else the worst of pass < skip < fail < error), ``worst`` (the worst
-    result status), ``label`` (e.g. "fail", "fail 4/4", "unverified · pass"),
+    result status), ``label`` (e.g. "fail", "fail 4/4", "fail 1/1" for an op
+    property, "unverified · pass"),
     ``reason`` (one line for the cell), ``tooltip`` (the full reasons),
     ``unexpected`` (how many results are not what the manifest expects) and
     ``first`` (the first result with the worst status, or None)."""
@@ -193,7 +194,9 @@ def aggregate(target, results):
                 "unexpected": 0, "first": None}
     worst = max((r.get("status", "error") for r in results), key=lambda s: STATUS_RANK.get(s, 3))
     of_worst = [r for r in results if r.get("status", "error") == worst]
-    label = worst if len(results) == 1 else "%s %d/%d" % (worst, len(of_worst), len(results))
+    # As the console and report.md: an op property (one result per op and dtype) always shows its counts.
+    per_op = any(r.get("op") for r in results)
+    label = "%s %d/%d" % (worst, len(of_worst), len(results)) if per_op or len(results) > 1 else worst
     unexpected = sum(1 for r in results if _is_unexpected(r))
     unverified = any(_is_unverified(target, r) for r in results)
     first = of_worst[0]

@@ -179,13 +179,13 @@ def _is_unexpected(result):
     return result.get("status") not in ("pass", "skip")
 
 
-def aggregate(target, results):
+def aggregate(target, results, counts=False):
     """The one cell that stands for ``results`` (a list of result dicts of
     ``target``, one property). Returns a dict: ``status`` (the displayed
     status: "na" when there are no results, "unverified" for an unverified
     run, else the worst of pass < skip < fail < error), ``worst`` (the worst
     result status), ``label`` (e.g. "fail", "fail 4/4", "fail 1/1" for an op
-    property, "unverified · pass"),
+    property when ``counts``, "unverified · pass"),
     ``reason`` (one line for the cell), ``tooltip`` (the full reasons),
     ``unexpected`` (how many results are not what the manifest expects) and
     ``first`` (the first result with the worst status, or None)."""
@@ -194,8 +194,9 @@ def aggregate(target, results):
                 "unexpected": 0, "first": None}
     worst = max((r.get("status", "error") for r in results), key=lambda s: STATUS_RANK.get(s, 3))
     of_worst = [r for r in results if r.get("status", "error") == worst]
-    # As the console and report.md: an op property (one result per op and dtype) always shows its counts.
-    per_op = any(r.get("op") for r in results)
+    # ``counts`` (the matrix): as on the console and in report.md, an op property (one result per op and
+    # dtype) always shows how many of its results have the worst status.
+    per_op = counts and any(r.get("op") for r in results)
     label = "%s %d/%d" % (worst, len(of_worst), len(results)) if per_op or len(results) > 1 else worst
     unexpected = sum(1 for r in results if _is_unexpected(r))
     unverified = any(_is_unverified(target, r) for r in results)
@@ -423,7 +424,7 @@ def _matrix(report, columns, ids):
         cells = []
         for p in columns:
             mine = [r for r in results if r.get("property") == p]
-            agg = aggregate(t, mine)
+            agg = aggregate(t, mine, counts=True)
             link = ids.find(name, agg["first"].get("key")) if agg["first"] is not None and _failing(agg["first"]) else None
             cells.append(_cell(agg, p, 60, link))
         out.append('<tr data-target="%s">%s%s</tr>' % (_e(name), head, "".join(cells)))

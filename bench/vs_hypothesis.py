@@ -57,16 +57,18 @@ DEFAULT_OPS = ["tanh", "add.Tensor", "where.self", "eq.Scalar", "sum.dim_IntList
 #: Unary pointwise ops with a Hypothesis test (the warm-up op is one).
 UNARY_OPS = ["tanh", "relu", "exp", "silu"]
 
-#: FlagGems' accuracy-test functions for each op (pytest ``-k`` selects
-#: these names exactly); ``--flaggems-test OP=NAME`` adds others. An op not
-#: listed here gets ``test_accuracy_<name before the dot>``.
+#: FlagGems' accuracy tests of each op, as pytest node ids relative to its
+#: ``tests/`` folder (one file per op since FlagGems' 2026 layout; every
+#: parametrization of the function runs); ``--flaggems-test OP=FILE::NAME``
+#: adds others. An op not listed here gets ``test_<name before the dot>.py::
+#: test_<name before the dot>``.
 FLAGGEMS_TESTS = {
-    "tanh": ["test_accuracy_tanh"],
-    "add.Tensor": ["test_accuracy_add"],
-    "where.self": ["test_accuracy_where_self"],
-    "eq.Scalar": ["test_accuracy_eq_scalar"],
-    "sum.dim_IntList": ["test_accuracy_sum_dim"],
-    "masked_fill.Scalar": ["test_accuracy_masked_fill"],
+    "tanh": ["test_tanh.py::test_tanh"],
+    "add.Tensor": ["test_add.py::test_add"],
+    "where.self": ["test_where_self_out.py::test_where_self"],
+    "eq.Scalar": ["test_eq.py::test_eq_scalar"],
+    "sum.dim_IntList": ["test_sum.py::test_sum_dim"],
+    "masked_fill.Scalar": ["test_masked_fill.py::test_masked_fill"],
 }
 
 
@@ -469,28 +471,37 @@ def run_hypothesis(args, out_file, env):
 
 
 def flaggems_test_names(args):
-    """{op: [FlagGems test function names]} from FLAGGEMS_TESTS and
-    ``--flaggems-test OP=NAME``."""
-    names = {op: list(FLAGGEMS_TESTS.get(op, ["test_accuracy_" + op.split(".")[0]])) for op in args.ops}
+    """{op: [FlagGems test node ids, FILE::FUNCTION]} from FLAGGEMS_TESTS
+    and ``--flaggems-test OP=FILE::FUNCTION``."""
+    names = {}
+    for op in args.ops:
+        base = op.split(".")[0]
+        names[op] = list(FLAGGEMS_TESTS.get(op, ["test_%s.py::test_%s" % (base, base)]))
     for item in args.flaggems_test:
         op, _, name = item.partition("=")
-        if op in names and name:
-            names[op] = names[op] + [name] if name not in names[op] else names[op]
+        if op in names and name and name not in names[op]:
+            names[op].append(name)
     return names
 
 
 def run_flaggems_tests(args, folder, env):
-    """FlagGems' accuracy tests of the ops: ``python -m pytest DIR -k ...
-    --ref cpu`` in ``folder`` with a JUnit report. Returns {"wall_s":
-    process wall time incl. collection (s), "exit", "ops": {op: {"tests"
-    (run, not skipped), "failed", "skipped", "seconds" (s, summed test
-    times), "tests_per_s" (None when the times sum to 0)}}}. Raises
-    BenchError when pytest wrote no report."""
+    """FlagGems' accuracy tests of the ops: ``python -m pytest NODEID...
+    --ref cpu`` in ``folder`` with a JUnit report (node ids whose file the
+    tests folder lacks are left out; their op shows no tests). Returns
+    {"wall_s": process wall time incl. collection (s), "exit", "missing":
+    [node ids], "ops": {op: {"tests" (run, not skipped), "failed",
+    "skipped", "seconds" (s, summed test times), "tests_per_s" (None when
+    the times sum to 0)}}}. Raises BenchError when no node id exists or
+    pytest wrote no report."""
     names = flaggems_test_names(args)
-    k = " or ".join("(%s and not %s_)" % (n, n) for ns in names.values() for n in ns)
+    root = os.path.abspath(args.flaggems_tests)
+    nodes = [n for ns in names.values() for n in ns]
+    present = [n for n in nodes if os.path.isfile(os.path.join(root, n.split("::")[0]))]
+    if not present:
+        raise BenchError("none of FlagGems' test files for these ops is in %s: %s" % (root, ", ".join(nodes)))
     junit = os.path.join(folder, "junit.xml")
-    cmd = [args.python, "-m", "pytest", os.path.abspath(args.flaggems_tests), "-q", "-p", "no:cacheprovider",
-           "-k", k, "--ref", "cpu", "--junitxml", junit, "-o", "junit_family=xunit1"]
+    cmd = [args.python, "-m", "pytest", *[os.path.join(root, n) for n in present], "-q", "-p", "no:cacheprovider",
+           "--ref", "cpu", "--junitxml", junit, "-o", "junit_family=xunit1"]
     if args.flaggems_src:
         env = dict(env, PYTHONPATH=os.path.abspath(args.flaggems_src) + os.pathsep + env.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
@@ -499,7 +510,7 @@ def run_flaggems_tests(args, folder, env):
     wall = time.perf_counter() - t0
     if not os.path.exists(junit):
         raise BenchError("FlagGems' pytest wrote no report (exit %d):\n%s" % (p.returncode, p.stdout[-3000:]))
-    by_func = {n: op for op, ns in names.items() for n in ns}
+    by_func = {n.split("::")[-1]: op for op, ns in names.items() for n in ns}
     ops = {op: {"tests": 0, "failed": 0, "skipped": 0, "seconds": 0.0} for op in args.ops}
     for case in ET.parse(junit).getroot().iter("testcase"):
         op = by_func.get(case.get("name", "").split("[")[0])
@@ -515,7 +526,7 @@ def run_flaggems_tests(args, folder, env):
             rec["failed"] += 1
     for rec in ops.values():
         rec["tests_per_s"] = rec["tests"] / rec["seconds"] if rec["seconds"] else None
-    return {"wall_s": wall, "exit": p.returncode, "ops": ops}
+    return {"wall_s": wall, "exit": p.returncode, "missing": sorted(set(nodes) - set(present)), "ops": ops}
 
 
 def _fresh_env(cache):
@@ -623,8 +634,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1, help="flagprop's seed (Hypothesis runs derandomized; default 1)")
     p.add_argument("--flaggems-src", help="FlagGems' src/ folder: its kernels are enabled for the ops (GPU device)")
     p.add_argument("--flaggems-tests", help="FlagGems' tests/ folder: also run its accuracy tests of the ops")
-    p.add_argument("--flaggems-test", action="append", default=[], metavar="OP=NAME",
-                   help="another FlagGems test function for OP (repeatable)")
+    p.add_argument("--flaggems-test", action="append", default=[], metavar="OP=FILE::NAME",
+                   help="another FlagGems test (a pytest node id in the tests folder) for OP (repeatable)")
     p.add_argument("--flagprop", help="flagprop executable (default ./build-gpu/flagprop on a GPU, else ./build/flagprop)")
     p.add_argument("--python", default=sys.executable,
                    help="Python with torch and Hypothesis for the Hypothesis and pytest runs (default: this one)")

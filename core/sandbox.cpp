@@ -1,5 +1,6 @@
 #include "core/sandbox.h"
 
+#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,6 +108,26 @@ uint64_t dictVersion(PyObject* d) {
 #endif
 }
 
+// What a sandbox restores from: the sys.modules copy and each watched module
+// dict and class with its copy and the version it had when copied (0:
+// unknown). After a restore every dict again holds its copy, so the versions
+// are updated and the next case reuses the whole plan without walking
+// sys.modules or copying anything (the warm case: a few thousand version
+// reads).
+struct Saved {
+  py::object owner;  // a module's __dict__, or a class
+  py::dict copy;
+  uint64_t version;
+};
+struct Plan {
+  std::vector<std::string> roots;
+  py::dict modules;  // sys.modules copy
+  uint64_t modulesVersion = 0;
+  std::vector<Saved> dicts;    // module __dict__s
+  std::vector<Saved> classes;  // classes (their tp_dict)
+  bool inUse = false;          // a live sandbox restores from it (a nested one builds its own)
+};
+
 // Snapshots kept between cases: a dict unchanged since its last copy (same
 // version) is not copied again. Entries not used by the latest sandbox are
 // dropped, so dicts of modules and classes a case made do not accumulate.
@@ -126,6 +147,10 @@ struct SnapshotCache {
     uint64_t used = 0;
   };
   std::unordered_map<PyObject*, Classes> classesOf;
+  // The last sandbox's list of watched dicts with their copies (see Plan):
+  // reused as is while sys.modules and every watched module dict keep the
+  // versions they had after its restore.
+  std::shared_ptr<struct Plan> plan;
 
   // A copy of `d` as it is now, and its version.
   std::pair<py::dict, uint64_t> snapshot(py::handle d) {
@@ -153,44 +178,13 @@ SnapshotCache& cache() {
 }
 py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySequence_List(l.ptr())); }
 
-}  // namespace
-
-struct Sandbox::Impl {
-  bool restored = false;
-  std::vector<std::string> roots;
-  py::list metaPath, pathHooks;
-  py::object threadTrace, threadProfile;
-  py::object logDisable;
-  std::vector<std::pair<py::object, py::object>> loggerLevels;  // (logger, level)
-  py::object defaultDtype, gradEnabled, cwd;
-  int recursionLimit = 0;
-  py::dict modules;  // sys.modules copy
-  uint64_t modulesVersion = 0;
-  struct Saved {
-    py::object owner;  // a module's __dict__, or a class
-    py::dict copy;
-    uint64_t version;  // the dict's version when copied (0: unknown)
-  };
-  std::vector<Saved> dicts;    // module __dict__s
-  std::vector<Saved> classes;  // classes (their tp_dict)
-  py::list path;
-  py::dict environ;
-  py::object environData;  // os.environ._data copy: a cheap "unchanged?" test
-  py::list filters;
-  py::list handlers;
-  py::object level;
-  py::object trace, profile;
-};
-
-Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
-  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "flagprop", "flagprop_mocks"};
-  roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
-  impl_->roots = roots;
-  py::module_ sys = py::module_::import("sys");
-  py::dict mods = sys.attr("modules");
-  SnapshotCache& c = cache();
+// The cold path: walks sys.modules for the watched modules and their classes
+// (copies reused by dict version, see SnapshotCache).
+std::shared_ptr<Plan> makePlan(py::dict mods, const std::vector<std::string>& roots, SnapshotCache& c) {
+  auto plan = std::make_shared<Plan>();
+  plan->roots = roots;
   ++c.generation;
-  std::tie(impl_->modules, impl_->modulesVersion) = c.snapshot(mods);
+  std::tie(plan->modules, plan->modulesVersion) = c.snapshot(mods);
   // A class is snapshotted once, however many modules import it (FlagGems'
   // op modules all import LibEntry and friends).
   std::unordered_set<PyObject*> seenClasses;
@@ -199,7 +193,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     PyObject* td = typeDict(cls);
     if (!td) return;
     auto [copy, v] = c.snapshot(td);
-    impl_->classes.push_back({py::reinterpret_borrow<py::object>(cls), copy, v});
+    plan->classes.push_back({py::reinterpret_borrow<py::object>(cls), copy, v});
   };
   for (auto item : mods) {
     const std::string_view name = view(item.first);
@@ -207,7 +201,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     py::object d = py::getattr(item.second, "__dict__", py::none());
     if (!py::isinstance<py::dict>(d)) continue;
     auto [copy, v] = c.snapshot(d);
-    impl_->dicts.push_back({d, copy, v});
+    plan->dicts.push_back({d, copy, v});
     if (name == "torch") {
       PyObject* tensor = PyDict_GetItemString(d.ptr(), "Tensor");
       if (tensor && PyType_Check(tensor)) addClass(tensor);
@@ -231,11 +225,68 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     for (const auto& cls : known.classes) addClass(cls);
   }
   c.dropUnused();
+  return plan;
+}
+
+}  // namespace
+
+struct __attribute__((visibility("hidden"))) Sandbox::Impl {
+  bool restored = false;
+  std::vector<std::string> roots;
+  py::list metaPath, pathHooks;
+  py::object threadTrace, threadProfile;
+  py::object logDisable;
+  std::vector<std::pair<py::object, py::object>> loggerLevels;  // (logger, level)
+  py::object defaultDtype, gradEnabled, cwd;
+  int recursionLimit = 0;
+  std::shared_ptr<Plan> plan;
+  py::list path;
+  py::object environ;      // os.environ as a dict, made only where os.environ has no _data
+  py::object environData;  // os.environ._data copy (encoded keys and values)
+  py::list filters;
+  py::list handlers;
+  py::object level;
+  py::object trace, profile;
+};
+
+Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
+  std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "flagprop", "flagprop_mocks"};
+  roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
+  impl_->roots = roots;
+  py::module_ sys = py::module_::import("sys");
+  py::dict mods = sys.attr("modules");
+  SnapshotCache& c = cache();
+  const auto current = [](const Saved& x, PyObject* d) { return x.version != 0 && d && dictVersion(d) == x.version; };
+  if (c.plan && !c.plan->inUse && c.plan->roots == roots && c.plan->modulesVersion != 0 &&
+      dictVersion(mods.ptr()) == c.plan->modulesVersion) {
+    // The warm path: nothing imported or dropped since the last restore. A
+    // module dict changed outside a sandbox may hold other classes now:
+    // then the plan is made again below.
+    bool same = true;
+    for (const auto& x : c.plan->dicts)
+      if (!current(x, x.owner.ptr())) {
+        same = false;
+        break;
+      }
+    if (same) {
+      for (auto& x : c.plan->classes)
+        if (!current(x, typeDict(x.owner))) {
+          x.copy = copyDict(py::handle(typeDict(x.owner)));
+          x.version = dictVersion(typeDict(x.owner));
+        }
+      impl_->plan = c.plan;
+    }
+  }
+  if (!impl_->plan) impl_->plan = makePlan(mods, roots, c);
+  impl_->plan->inUse = true;
+  if (!c.plan || !c.plan->inUse || c.plan == impl_->plan) c.plan = impl_->plan;
   impl_->path = copyList(sys.attr("path"));
   py::object osEnviron = py::module_::import("os").attr("environ");
-  impl_->environ = py::dict(osEnviron);
   py::object data = py::getattr(osEnviron, "_data", py::none());
-  impl_->environData = py::isinstance<py::dict>(data) ? py::object(copyDict(data)) : py::object(py::none());
+  if (py::isinstance<py::dict>(data))  // a C-level copy; decoded only if a case changed it
+    impl_->environData = copyDict(data);
+  else
+    impl_->environ = py::dict(osEnviron);
   py::module_ warnings = py::module_::import("warnings");
   impl_->filters = copyList(warnings.attr("filters"));
   py::object root = py::module_::import("logging").attr("getLogger")();
@@ -263,6 +314,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
 void Sandbox::restore() {
   if (impl_->restored) return;
   impl_->restored = true;
+  impl_->plan->inUse = false;
   py::module_ sys = py::module_::import("sys");
   sys.attr("settrace")(impl_->trace);
   sys.attr("setprofile")(impl_->profile);
@@ -271,21 +323,42 @@ void Sandbox::restore() {
   // torch submodule) stays, since importing it again can fail.
   // A dict whose version is the one it had when copied was not changed.
   const auto changed = [](PyObject* d, uint64_t v) { return v == 0 || !d || dictVersion(d) != v; };
+  Plan& plan = *impl_->plan;
   py::dict mods = sys.attr("modules");
-  if (changed(mods.ptr(), impl_->modulesVersion)) restoreDict(mods, impl_->modules, &impl_->roots);
-  for (auto& s : impl_->dicts)
+  if (changed(mods.ptr(), plan.modulesVersion)) restoreDict(mods, plan.modules, &impl_->roots);
+  for (auto& s : plan.dicts)
     if (changed(s.owner.ptr(), s.version)) restoreDict(s.owner, s.copy);
-  for (auto& s : impl_->classes)
+  for (auto& s : plan.classes)
     if (changed(typeDict(s.owner), s.version)) restoreClass(s.owner, s.copy);
+  // Every dict holds its copy again: the next case may reuse the plan, unless
+  // sys.modules kept a library this case imported (not in the copy).
+  if (PyDict_Size(mods.ptr()) == PyDict_Size(plan.modules.ptr())) {
+    plan.modulesVersion = dictVersion(mods.ptr());
+    for (auto& s : plan.dicts) s.version = dictVersion(s.owner.ptr());
+    for (auto& s : plan.classes) s.version = dictVersion(typeDict(s.owner));
+  } else {
+    plan.modulesVersion = 0;
+  }
   py::list path = sys.attr("path");
   path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
   py::object environ = py::module_::import("os").attr("environ");
-  const bool envUnchanged = !impl_->environData.is_none() &&
-                            py::getattr(environ, "_data", py::none()).equal(impl_->environData);
-  if (!envUnchanged) {
+  if (!impl_->environData.is_none()) {
+    py::object data = py::getattr(environ, "_data", py::none());
+    if (!data.equal(impl_->environData)) {
+      // Back through os.environ (putenv / unsetenv), decoding the saved keys and values.
+      py::dict saved = impl_->environData;
+      py::object decodeKey = environ.attr("decodekey"), decodeValue = environ.attr("decodevalue");
+      for (auto k : py::list(py::dict(data).attr("keys")()))
+        if (!saved.contains(k)) environ.attr("pop")(decodeKey(k), py::none());
+      for (auto kv : saved)
+        if (!py::dict(data).contains(kv.first) || !py::object(py::dict(data)[kv.first]).equal(kv.second))
+          environ[decodeKey(kv.first)] = decodeValue(kv.second);
+    }
+  } else {
+    py::dict saved = impl_->environ;
     for (auto k : py::list(environ.attr("keys")()))
-      if (!impl_->environ.contains(k)) environ.attr("pop")(k, py::none());
-    for (auto kv : impl_->environ)
+      if (!saved.contains(k)) environ.attr("pop")(k, py::none());
+    for (auto kv : saved)
       if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
   }
   py::module_ warnings = py::module_::import("warnings");
@@ -295,7 +368,9 @@ void Sandbox::restore() {
   py::object root = py::module_::import("logging").attr("getLogger")();
   py::list handlers = root.attr("handlers");
   handlers.attr("__setitem__")(py::slice(0, py::len(handlers), 1), impl_->handlers);
-  root.attr("setLevel")(impl_->level);
+  // setLevel and logging.disable clear every logger's cache (hundreds with
+  // torch 2.x loaded): only where the case changed them.
+  if (!py::object(root.attr("level")).equal(impl_->level)) root.attr("setLevel")(impl_->level);
   py::list metaPath = sys.attr("meta_path");
   metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   py::list hooks = sys.attr("path_hooks");
@@ -304,12 +379,13 @@ void Sandbox::restore() {
   threading.attr("_trace_hook") = impl_->threadTrace;
   threading.attr("_profile_hook") = impl_->threadProfile;
   py::module_ logging = py::module_::import("logging");
-  logging.attr("disable")(impl_->logDisable);
+  if (!py::object(logging.attr("root").attr("manager").attr("disable")).equal(impl_->logDisable))
+    logging.attr("disable")(impl_->logDisable);
   for (auto& [logger, level] : impl_->loggerLevels)
     if (!py::object(logger.attr("level")).equal(level)) logger.attr("setLevel")(level);
   py::module_ torch = py::module_::import("torch");
-  torch.attr("set_default_dtype")(impl_->defaultDtype);
-  torch.attr("set_grad_enabled")(impl_->gradEnabled);
+  if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype)) torch.attr("set_default_dtype")(impl_->defaultDtype);
+  if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) torch.attr("set_grad_enabled")(impl_->gradEnabled);
   py::module_ os = py::module_::import("os");
   if (!os.attr("getcwd")().equal(impl_->cwd)) os.attr("chdir")(impl_->cwd);
   sys.attr("setrecursionlimit")(impl_->recursionLimit);
@@ -320,7 +396,8 @@ Sandbox::~Sandbox() {
     restore();
   } catch (...) {
     // A destructor must not throw; a failed restore shows up in the next
-    // case's checks instead.
+    // case's checks instead, and the next sandbox walks sys.modules afresh.
+    impl_->plan->modulesVersion = 0;
   }
   delete impl_;
 }

@@ -26,6 +26,8 @@
 #          within --budget $FLAGPROP_BUDGET s (default 420); a coverage table and the failures, one line each
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
+#   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
+#          py-spy wheel); prints the top functions (bench/pyspy_top.py)
 #   draft-repros  after all-ops: runs the reproducer of each bug-report draft (exit statuses)
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
@@ -104,6 +106,8 @@ run_ops() {  # run_ops NAME MANIFEST...: every catalog op, in parallel groups
   summary "${dirs[@]}"
   for d in "${dirs[@]}"; do reproducers "$d"; done
 }
+WARM_OPS=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
+          --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
 for MODE in "$@"; do
   case $MODE in
     build) build || exit 1 ;;
@@ -150,9 +154,15 @@ for MODE in "$@"; do
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
       tail -4 "$OUTDIR/all.log"
       $PY matrix/coverage.py "$OUTDIR/all" ;;
+    profile)  # after warm: py-spy (.carry/bin/py-spy) over the warm run again; the top functions
+      [ -x .carry/bin/py-spy ] || { echo "profile: no .carry/bin/py-spy"; continue; }
+      .carry/bin/py-spy record -r 250 -f raw -o "$OUTDIR/profile.txt" --subprocesses -- \
+        $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" "${WARM_OPS[@]}" --triton-cache "$OUTDIR/warm-cache" \
+        --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/profiled" >"$OUTDIR/profile.log" 2>&1
+      echo "== profile: exit $?"
+      $PY bench/pyspy_top.py "$OUTDIR/profile.txt" 45 ;;
     warm)  # P5 on six ops, float32, $FLAGPROP_CASES (default 200) cases: a cold run, then the same warm
-      ops=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
-           --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
+      ops=("${WARM_OPS[@]}")
       rm -rf "$OUTDIR/warm-cache"
       for pass in cold warm; do
         $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" "${ops[@]}" --triton-cache "$OUTDIR/warm-cache" \

@@ -89,6 +89,77 @@ TEST(Sandbox, NothingACaseDoesLeaksIntoTheNext) {
     if (!outer_mods.contains(k)) mods.attr("pop")(k);
 }
 
+// A warm run: most cases change nothing, so a sandbox reuses the last one's
+// copies (by dict version) instead of walking sys.modules. Every path of
+// that reuse must still restore: after an untouched case, after a case that
+// changed everything, after a change made outside any sandbox (which is the
+// next case's starting point, not undone), and with a sandbox nested in one.
+TEST(Sandbox, ReusedSnapshotsStillRestoreEverything) {
+  py::gil_scoped_acquire gil;
+  py::dict outer_mods = py::dict(py::module_::import("sys").attr("modules"));
+  pyImport("flagprop_mocks").attr("install")(py::dict("helper"_a = "absent"));
+  py::exec("import os\nos.environ['FLAGPROP_KEPT'] = 'a'\nos.environ['FLAGPROP_GONE'] = 'b'\n");
+  const char* kEnv = "import os\nos.environ['FLAGPROP_KEPT'] = 'changed'\ndel os.environ['FLAGPROP_GONE']\n";
+  const char* kEnvFp = "import os\nenv = (os.environ.get('FLAGPROP_KEPT'), os.environ.get('FLAGPROP_GONE'), os.getenv('FLAGPROP_LEAK'))\n";
+  const auto env = [&] {
+    py::dict scope;
+    py::exec(kEnvFp, scope);
+    return py::object(scope["env"]);
+  };
+  const py::object before = fingerprint(), envBefore = env();
+  for (int round = 0; round < 3; ++round) {
+    { Sandbox untouched; }
+    EXPECT_TRUE(fingerprint().equal(before)) << "round " << round << ": an untouched case";
+    {
+      Sandbox sb;
+      py::exec(kTouchEverything);
+      py::exec(kEnv);
+      EXPECT_FALSE(env().equal(envBefore)) << "no teeth";
+    }
+    EXPECT_TRUE(fingerprint().equal(before)) << "round " << round << ": " << py::repr(fingerprint()).cast<std::string>();
+    EXPECT_TRUE(env().equal(envBefore)) << "round " << round << ": os.environ " << py::repr(env()).cast<std::string>();
+  }
+  // Changed between cases (outside a sandbox): the next case starts from it
+  // and is put back to it.
+  py::exec("import sys\nsys.modules['flag_gems.utils.libentry'].BETWEEN = 1\n");
+  {
+    Sandbox sb;
+    py::exec("import sys\nle = sys.modules['flag_gems.utils.libentry']\nle.BETWEEN = 2\nle.LibEntry.run = None\n");
+  }
+  py::dict scope;
+  py::exec("import sys\nle = sys.modules['flag_gems.utils.libentry']\nv = (le.BETWEEN, le.LibEntry.run is None)\n", scope);
+  EXPECT_EQ(py::repr(scope["v"]).cast<std::string>(), "(1, False)");
+  py::exec("import sys\ndel sys.modules['flag_gems.utils.libentry'].BETWEEN\n");
+  { Sandbox settle; }  // the module dict changed: this one walks sys.modules; the next reuses its copies
+  // A class changed between cases (its module's dict unchanged): the same.
+  py::exec("import sys\nsys.modules['flag_gems.utils.libentry'].LibEntry.BETWEEN = 1\n");
+  {
+    Sandbox sb;
+    py::exec("import sys\nsys.modules['flag_gems.utils.libentry'].LibEntry.BETWEEN = 2\n");
+  }
+  scope = py::dict();
+  py::exec("import sys\nv = getattr(sys.modules['flag_gems.utils.libentry'].LibEntry, 'BETWEEN', None)\n", scope);
+  EXPECT_EQ(py::repr(scope["v"]).cast<std::string>(), "1") << "a class changed between cases";
+  py::exec("import sys\ndel sys.modules['flag_gems.utils.libentry'].LibEntry.BETWEEN\n");
+  // Nested: the inner sandbox undoes the inner change, the outer one the outer.
+  {
+    Sandbox outer;
+    py::exec("import torch\ntorch._flagprop_outer = 1\n");
+    {
+      Sandbox inner;
+      py::exec("import torch\ntorch._flagprop_inner = 1\ntorch.broadcast_shapes = None\n");
+    }
+    py::dict s2;
+    py::exec("import torch\nv = (hasattr(torch, '_flagprop_outer'), hasattr(torch, '_flagprop_inner'), torch.broadcast_shapes is None)\n", s2);
+    EXPECT_EQ(py::repr(s2["v"]).cast<std::string>(), "(True, False, False)");
+  }
+  EXPECT_TRUE(fingerprint().equal(before)) << "after the nested sandboxes";
+  py::exec("import os\nos.environ.pop('FLAGPROP_KEPT', None)\nos.environ.pop('FLAGPROP_GONE', None)\n");
+  py::dict mods = py::module_::import("sys").attr("modules");
+  for (auto k : py::list(mods.attr("keys")()))
+    if (!outer_mods.contains(k)) mods.attr("pop")(k);
+}
+
 TEST(Sandbox, RestoreIsIdempotent) {
   py::gil_scoped_acquire gil;
   const py::object before = fingerprint();

@@ -26,6 +26,7 @@
 #          within --budget $FLAGPROP_BUDGET s (default 420); a coverage table and the failures, one line each
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
+#   sandbox-cost  the sandbox's cost per case on the CPU mocks and with FlagGems (and Triton) imported
 #   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
 #          py-spy wheel); prints the top functions (bench/pyspy_top.py)
 #   draft-repros  after all-ops: runs the reproducer of each bug-report draft (exit statuses)
@@ -154,6 +155,9 @@ for MODE in "$@"; do
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
       tail -4 "$OUTDIR/all.log"
       $PY matrix/coverage.py "$OUTDIR/all" ;;
+    sandbox-cost)  # the sandbox's cost per case with FlagGems and Triton loaded (flagprop_bench)
+      FLAGPROP_BENCH_IMPORT=flag_gems PYTHONPATH=$ROOT/.targets/FlagGems/src:$PYTHONPATH ./build-gpu/flagprop_bench 100 \
+        2>&1 | grep -E "^harness" ;;
     profile)  # after warm: py-spy (.carry/bin/py-spy) over the warm run again; the top functions
       [ -x .carry/bin/py-spy ] || { echo "profile: no .carry/bin/py-spy"; continue; }
       .carry/bin/py-spy record -r 250 -f raw -o "$OUTDIR/profile.txt" --subprocesses -- \

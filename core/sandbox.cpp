@@ -151,6 +151,11 @@ struct SnapshotCache {
   // reused as is while sys.modules and every watched module dict keep the
   // versions they had after its restore.
   std::shared_ptr<struct Plan> plan;
+  // The loggers of logging's loggerDict with their __dict__s, by its version.
+  struct Loggers {
+    uint64_t version = 0;
+    std::vector<std::pair<py::object, py::object>> loggers;
+  } loggers;
 
   // A copy of `d` as it is now, and its version.
   std::pair<py::dict, uint64_t> snapshot(py::handle d) {
@@ -236,10 +241,15 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   py::list metaPath, pathHooks;
   py::object threadTrace, threadProfile;
   py::object logDisable;
-  std::vector<std::pair<py::object, py::object>> loggerLevels;  // (logger, level)
+  struct LoggerLevel {
+    py::object logger, dict, level;  // the logger, its __dict__, its level then
+  };
+  std::vector<LoggerLevel> loggerLevels;
   py::object defaultDtype, gradEnabled, cwd;
   int recursionLimit = 0;
   std::shared_ptr<Plan> plan;
+  bool reused = false;
+  std::string walkedBecause;
   py::list path;
   py::object environ;      // os.environ as a dict, made only where os.environ has no _data
   py::object environData;  // os.environ._data copy (encoded keys and values)
@@ -257,8 +267,11 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   py::dict mods = sys.attr("modules");
   SnapshotCache& c = cache();
   const auto current = [](const Saved& x, PyObject* d) { return x.version != 0 && d && dictVersion(d) == x.version; };
-  if (c.plan && !c.plan->inUse && c.plan->roots == roots && c.plan->modulesVersion != 0 &&
-      dictVersion(mods.ptr()) == c.plan->modulesVersion) {
+  if (!c.plan || c.plan->inUse || c.plan->roots != roots)
+    impl_->walkedBecause = "first";
+  else if (c.plan->modulesVersion == 0 || dictVersion(mods.ptr()) != c.plan->modulesVersion)
+    impl_->walkedBecause = "sys.modules changed";
+  else {
     // The warm path: nothing imported or dropped since the last restore. A
     // module dict changed outside a sandbox may hold other classes now:
     // then the plan is made again below.
@@ -266,6 +279,12 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     for (const auto& x : c.plan->dicts)
       if (!current(x, x.owner.ptr())) {
         same = false;
+        impl_->walkedBecause = "a watched module's dict changed";
+        for (auto item : mods)
+          if (py::getattr(item.second, "__dict__", py::none()).ptr() == x.owner.ptr()) {
+            impl_->walkedBecause = "module " + std::string(view(item.first)) + " changed";
+            break;
+          }
         break;
       }
     if (same) {
@@ -275,6 +294,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
           x.version = dictVersion(typeDict(x.owner));
         }
       impl_->plan = c.plan;
+      impl_->reused = true;
     }
   }
   if (!impl_->plan) impl_->plan = makePlan(mods, roots, c);
@@ -301,9 +321,25 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
   impl_->threadProfile = py::getattr(threading, "_profile_hook", py::none());
   py::module_ logging = py::module_::import("logging");
   impl_->logDisable = logging.attr("root").attr("manager").attr("disable");
-  for (auto kv : py::dict(logging.attr("root").attr("manager").attr("loggerDict")))
-    if (py::hasattr(kv.second, "setLevel"))
-      impl_->loggerLevels.emplace_back(py::reinterpret_borrow<py::object>(kv.second), kv.second.attr("level"));
+  // Levels are read straight from each logger's __dict__; the list of
+  // loggers (hundreds with torch 2.x) is found again only when loggerDict changed.
+  py::object loggerDict = logging.attr("root").attr("manager").attr("loggerDict");
+  auto& known = cache().loggers;
+  if (!py::isinstance<py::dict>(loggerDict) || dictVersion(loggerDict.ptr()) == 0 ||
+      dictVersion(loggerDict.ptr()) != known.version) {
+    known.version = py::isinstance<py::dict>(loggerDict) ? dictVersion(loggerDict.ptr()) : 0;
+    known.loggers.clear();
+    for (auto kv : py::dict(loggerDict)) {
+      if (!py::hasattr(kv.second, "setLevel")) continue;
+      py::object d = py::getattr(kv.second, "__dict__", py::none());
+      if (py::isinstance<py::dict>(d)) known.loggers.emplace_back(py::reinterpret_borrow<py::object>(kv.second), d);
+    }
+  }
+  impl_->loggerLevels.reserve(known.loggers.size());
+  for (const auto& [logger, d] : known.loggers) {
+    PyObject* level = PyDict_GetItemString(d.ptr(), "level");
+    impl_->loggerLevels.push_back({logger, d, level ? py::reinterpret_borrow<py::object>(level) : py::object(py::none())});
+  }
   py::module_ torch = py::module_::import("torch");
   impl_->defaultDtype = torch.attr("get_default_dtype")();
   impl_->gradEnabled = torch.attr("is_grad_enabled")();
@@ -381,8 +417,11 @@ void Sandbox::restore() {
   py::module_ logging = py::module_::import("logging");
   if (!py::object(logging.attr("root").attr("manager").attr("disable")).equal(impl_->logDisable))
     logging.attr("disable")(impl_->logDisable);
-  for (auto& [logger, level] : impl_->loggerLevels)
-    if (!py::object(logger.attr("level")).equal(level)) logger.attr("setLevel")(level);
+  for (auto& l : impl_->loggerLevels) {
+    if (l.level.is_none()) continue;
+    PyObject* now = PyDict_GetItemString(l.dict.ptr(), "level");
+    if (now != l.level.ptr() && !(now && py::handle(now).equal(l.level))) l.logger.attr("setLevel")(l.level);
+  }
   py::module_ torch = py::module_::import("torch");
   if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype)) torch.attr("set_default_dtype")(impl_->defaultDtype);
   if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) torch.attr("set_grad_enabled")(impl_->gradEnabled);
@@ -390,6 +429,9 @@ void Sandbox::restore() {
   if (!os.attr("getcwd")().equal(impl_->cwd)) os.attr("chdir")(impl_->cwd);
   sys.attr("setrecursionlimit")(impl_->recursionLimit);
 }
+
+bool Sandbox::reused() const { return impl_->reused; }
+const std::string& Sandbox::walkedBecause() const { return impl_->walkedBecause; }
 
 Sandbox::~Sandbox() {
   try {

@@ -41,6 +41,13 @@ class Sandbox {
   /// Restores the snapshot now (idempotent; the destructor then does nothing).
   void restore();
 
+  /// Whether this sandbox reused the last one's copies (the warm path: no
+  /// walk over sys.modules), and else why it walked: "first", "sys.modules
+  /// changed" or "module NAME changed" (a watched module's dict changed
+  /// between two sandboxes, e.g. a cache the code under test keeps there).
+  bool reused() const;
+  const std::string& walkedBecause() const;
+
  private:
   struct Impl;
   Impl* impl_;

@@ -164,6 +164,8 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     sb.restore();
     sandboxUs = std::chrono::duration<double, std::micro>((s1 - s0) + (std::chrono::steady_clock::now() - s2)).count();
     out = toJson(r);
+    out["sandbox_reused"] = sb.reused();
+    if (!sb.reused()) out["sandbox_walked"] = sb.walkedBecause();
   }
   out["time_us"] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   out["sandbox_us"] = sandboxUs;

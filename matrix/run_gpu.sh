@@ -157,7 +157,7 @@ for MODE in "$@"; do
       $PY matrix/coverage.py "$OUTDIR/all" ;;
     sandbox-cost)  # the sandbox's cost per case with FlagGems and Triton loaded (flagprop_bench)
       FLAGPROP_BENCH_IMPORT=flag_gems PYTHONPATH=$ROOT/.targets/FlagGems/src:$PYTHONPATH ./build-gpu/flagprop_bench 100 \
-        2>&1 | grep -E "^harness" ;;
+        2>&1 | grep -E "^harness" | tee "$OUTDIR/sandbox-cost.txt" ;;
     profile)  # after warm: py-spy (.carry/bin/py-spy) over the warm run again; the top functions
       [ -x .carry/bin/py-spy ] || { echo "profile: no .carry/bin/py-spy"; continue; }
       .carry/bin/py-spy record -r 250 -f raw -o "$OUTDIR/profile.txt" --subprocesses -- \
@@ -185,6 +185,9 @@ for t in json.load(open(sys.argv[1]))["targets"]:
               100 * sh.get("reference", 0), 100 * sh.get("device_op", 0), 100 * sh.get("harness", 0),
               100 * hs.get("inputs", 0), 100 * hs.get("verdicts", 0), 100 * hs.get("sandbox", 0),
               100 * hs.get("other", 0), st.get("compilations_per_100_cases", 0)))
+        sb = st.get("sandbox", {})
+        print("%-20s sandbox reused its snapshot in %d cases; walked sys.modules: %s" % (
+              "", sb.get("reused", 0), json.dumps(sb.get("walked", {}))))
 PYEOF
       done ;;
     draft-repros)  # the reproducer of each bug-report draft of the all-ops run, 8 at once

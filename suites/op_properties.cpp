@@ -6,6 +6,7 @@
 #include "suites/registry.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <unordered_map>
 
@@ -19,6 +20,8 @@ struct OpStats {
   int reused = 0;  // judged from the other property's run of the same case
   int compilations = 0;
   double referenceUs = 0, deviceUs = 0, totalUs = 0, inputsUs = 0, verdictsUs = 0, sandboxUs = 0;
+  int sandboxReused = 0;                     // cases whose sandbox reused the last one's copies
+  std::map<std::string, int> walkedBecause;  // why the others walked sys.modules
 
   void add(const json& result, bool fromMemo) {
     if (fromMemo) {
@@ -35,6 +38,10 @@ struct OpStats {
     verdictsUs += t.value("verdicts", 0.0);
     sandboxUs += result.value("sandbox_us", 0.0);
     totalUs += result.value("time_us", 0.0);
+    if (result.value("sandbox_reused", false))
+      ++sandboxReused;
+    else if (result.contains("sandbox_walked"))
+      ++walkedBecause[result.at("sandbox_walked").get<std::string>()];
   }
   json toJson() const {
     const double t = totalUs > 0 ? totalUs : 1;
@@ -54,7 +61,10 @@ struct OpStats {
               {"verdicts", verdictsUs / t},
               {"sandbox", sandboxUs / t},
               {"other", std::max(0.0, (totalUs - referenceUs - deviceUs - inputsUs - verdictsUs - sandboxUs) / t)}}},
-            {"us_per_case", cases ? totalUs / cases : 0.0}};
+            {"us_per_case", cases ? totalUs / cases : 0.0},
+            // The sandbox's warm path (see core/sandbox.h): how many cases
+            // reused the last snapshot, and why the others walked sys.modules.
+            {"sandbox", {{"reused", sandboxReused}, {"walked", walkedBecause}}}};
   }
 };
 

@@ -474,7 +474,9 @@ def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
     ``device``: the op under test) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies knows whose crash it was."""
-    path = os.environ.get("FLAGPROP_STAGE_FILE")
+    path = _STAGE_FD.get("path")
+    if path is None:  # read once: the C++ session sets it before the first case
+        path = _STAGE_FD["path"] = os.environ.get("FLAGPROP_STAGE_FILE", "")
     if not path:
         return
     fd = _STAGE_FD.get(path)

@@ -9,7 +9,7 @@ stack: frames separated by ``;``, then the sample count), for example of
 (the function or anything it calls) and self (the function itself), as
 percentages of all samples; samples with no Python frame (C++: RapidCheck,
 the sandbox, JSON) are shown as ``(no Python frame)``. Exit status 2 when the
-file holds no samples."""
+file holds no samples, cannot be read, or the arguments are wrong."""
 
 import collections
 import sys
@@ -18,7 +18,13 @@ import sys
 def _name(frame):
     """``function (file:line)`` -> ``function (file)`` with the file's base name."""
     func, _, where = frame.partition(" (")
-    return "%s (%s)" % (func, where.rsplit(":", 1)[0].rsplit("/", 1)[-1]) if where else func
+    if not where:
+        return func
+    where = where[:-1] if where.endswith(")") else where
+    base = where.rsplit("/", 1)[-1]
+    if ":" in base:  # py-spy's default; --nolineno leaves the line out
+        base = base.rsplit(":", 1)[0]
+    return "%s (%s)" % (func, base)
 
 
 def top(path, n=40):
@@ -43,10 +49,14 @@ def top(path, n=40):
 
 
 def main(argv):
-    if len(argv) < 2:
+    if len(argv) < 2 or len(argv) > 3 or (len(argv) == 3 and not argv[2].isdigit()):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
-    total, inc, own = top(argv[1], int(argv[2]) if len(argv) > 2 else 40)
+    try:
+        total, inc, own = top(argv[1], int(argv[2]) if len(argv) > 2 else 40)
+    except (OSError, UnicodeDecodeError) as e:
+        print("pyspy_top: cannot read %s: %s" % (argv[1], e.strerror if isinstance(e, OSError) else e), file=sys.stderr)
+        return 2
     if not total:
         print("no samples in %s" % argv[1], file=sys.stderr)
         return 2

@@ -658,6 +658,22 @@ def parse_args(argv):
         p.error("--cases and --repeat must be at least 1")
     if a.layout_palette is None:
         a.layout_palette = 0 if a.device == "cpu" else 16
+    if a.json and not os.path.isdir(os.path.dirname(os.path.abspath(a.json))):
+        p.error("--json %s: no folder %s" % (a.json, os.path.dirname(os.path.abspath(a.json))))
+    if a.flaggems_tests and not a.worker:
+        if not os.path.isdir(a.flaggems_tests):
+            p.error("--flaggems-tests %s: no such folder (FlagGems' tests/)" % a.flaggems_tests)
+        for item in a.flaggems_test:
+            op, _, name = item.partition("=")
+            if op not in a.ops or "::" not in name:
+                p.error("--flaggems-test %s: want OP=FILE::FUNCTION with OP among --ops" % item)
+        nodes = [n for ns in flaggems_test_names(a).values() for n in ns]
+        missing = [n for n in nodes if not os.path.isfile(os.path.join(a.flaggems_tests, n.split("::")[0]))]
+        if len(missing) == len(nodes):
+            p.error("--flaggems-tests %s holds none of the test files: %s" % (a.flaggems_tests, ", ".join(nodes)))
+        for n in missing:
+            print("vs_hypothesis: %s is not in %s; its op gets no FlagGems figure" % (n, a.flaggems_tests),
+                  file=sys.stderr)
     return a
 
 

@@ -1,5 +1,8 @@
 #include "core/sandbox.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
@@ -88,10 +91,13 @@ void restoreClass(py::handle cls, py::dict snap) {
 py::dict copyDict(py::handle d) { return py::reinterpret_steal<py::dict>(PyDict_Copy(d.ptr())); }
 
 // A dict's version: CPython gives every dict a new value of a global counter
-// on each change made through any path (PEP 509's ma_version_tag; 3.12 keeps
-// it, deprecated, with watcher bits in the low 12 bits, which are masked
-// off). Two equal versions mean no change in between. 0 where this Python
-// does not keep one (then every snapshot is a fresh copy).
+// on each change made through any path (PEP 509's ma_version_tag; 3.12 and
+// 3.13 keep it, deprecated, above flag bits that are shifted off: 8 watcher
+// bits in 3.12 (the counter steps by 1 << 8), plus 4 bits of a mutation
+// counter in 3.13 (steps of 1 << 12); CPython's Include/internal
+// pycore_dict_state.h and Objects/dictobject.c). Two equal versions mean no
+// change in between. 0 where this Python does not keep one (3.14 on: then
+// every snapshot is a fresh copy).
 uint64_t dictVersion(PyObject* d) {
 #if PY_VERSION_HEX >= 0x030E0000
   (void)d;
@@ -99,8 +105,10 @@ uint64_t dictVersion(PyObject* d) {
 #else
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#if PY_VERSION_HEX >= 0x030C0000
-  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag >> 12;  // DICT_VERSION_INCREMENT is 1 << 12
+#if PY_VERSION_HEX >= 0x030D0000
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag >> 12;  // 3.13: 8 watcher + 4 mutation-counter bits
+#elif PY_VERSION_HEX >= 0x030C0000
+  return reinterpret_cast<PyDictObject*>(d)->ma_version_tag >> 8;  // 3.12: DICT_VERSION_INCREMENT is 1 << 8 (watchers)
 #else
   return reinterpret_cast<PyDictObject*>(d)->ma_version_tag;  // 3.11: + 1 per change
 #endif
@@ -183,6 +191,32 @@ SnapshotCache& cache() {
 }
 py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySequence_List(l.ptr())); }
 
+// Puts the process's environment (what a child process inherits) back to
+// `saved` ("KEY=VALUE" strings) where it differs: os.environ is put back
+// through Python, but os.putenv / os.unsetenv and C code change only this.
+void restoreCEnviron(const std::vector<std::string>& saved) {
+  const auto key = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  std::unordered_map<std::string, std::string> want;
+  for (const auto& kv : saved) want.emplace(key(kv), kv);
+  std::vector<std::string> drop, now;
+  for (char** e = environ; e && *e; ++e) now.emplace_back(*e);
+  bool same = now.size() == saved.size();
+  for (const auto& kv : now) {
+    auto it = want.find(key(kv));
+    if (it == want.end())
+      drop.push_back(key(kv));
+    else if (it->second != kv)
+      same = false;
+  }
+  if (same && drop.empty()) return;
+  for (const auto& k : drop) unsetenv(k.c_str());
+  for (const auto& [k, kv] : want) {
+    const char* cur = getenv(k.c_str());
+    const std::string value = kv.substr(k.size() + 1);
+    if (!cur || value != cur) setenv(k.c_str(), value.c_str(), 1);
+  }
+}
+
 // The cold path: walks sys.modules for the watched modules and their classes
 // (copies reused by dict version, see SnapshotCache).
 std::shared_ptr<Plan> makePlan(py::dict mods, const std::vector<std::string>& roots, SnapshotCache& c) {
@@ -241,10 +275,18 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   py::list metaPath, pathHooks;
   py::object threadTrace, threadProfile;
   py::object logDisable;
-  struct LoggerLevel {
-    py::object logger, dict, level;  // the logger, its __dict__, its level then
+  // Each logger's settings then: level, disabled, propagate and handlers (a
+  // copy where it had any), with its __dict__'s version, so that a logger the
+  // case did not assign to is not touched (setLevel clears every logger's cache).
+  struct LoggerState {
+    py::object logger, dict;
+    uint64_t version;
+    py::object level, disabled, propagate;
+    py::object handlers;  // the list object
+    py::list handlersCopy;
   };
-  std::vector<LoggerLevel> loggerLevels;
+  std::vector<LoggerState> loggers;
+  uint64_t rootVersion = 0, managerVersion = 0;  // the root logger's and the manager's __dict__
   py::object defaultDtype, gradEnabled, cwd;
   int recursionLimit = 0;
   std::shared_ptr<Plan> plan;
@@ -253,6 +295,7 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   py::list path;
   py::object environ;      // os.environ as a dict, made only where os.environ has no _data
   py::object environData;  // os.environ._data copy (encoded keys and values)
+  std::vector<std::string> cEnviron;  // the process's own environment ("KEY=VALUE"): os.putenv bypasses os.environ
   py::list filters;
   py::list handlers;
   py::object level;
@@ -260,6 +303,15 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
 };
 
 Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
+  try {
+    snapshot(extraRoots);
+  } catch (...) {
+    delete impl_;  // no destructor runs for an object whose constructor threw
+    throw;
+  }
+}
+
+void Sandbox::snapshot(const std::vector<std::string>& extraRoots) {
   std::vector<std::string> roots = {"flag_gems", "torch_fl", "triton", "flagprop_target", "flagprop", "flagprop_mocks"};
   roots.insert(roots.end(), extraRoots.begin(), extraRoots.end());
   impl_->roots = roots;
@@ -298,8 +350,6 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     }
   }
   if (!impl_->plan) impl_->plan = makePlan(mods, roots, c);
-  impl_->plan->inUse = true;
-  if (!c.plan || !c.plan->inUse || c.plan == impl_->plan) c.plan = impl_->plan;
   impl_->path = copyList(sys.attr("path"));
   py::object osEnviron = py::module_::import("os").attr("environ");
   py::object data = py::getattr(osEnviron, "_data", py::none());
@@ -307,6 +357,7 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
     impl_->environData = copyDict(data);
   else
     impl_->environ = py::dict(osEnviron);
+  for (char** e = environ; e && *e; ++e) impl_->cEnviron.emplace_back(*e);
   py::module_ warnings = py::module_::import("warnings");
   impl_->filters = copyList(warnings.attr("filters"));
   py::object root = py::module_::import("logging").attr("getLogger")();
@@ -335,16 +386,31 @@ Sandbox::Sandbox(const std::vector<std::string>& extraRoots) : impl_(new Impl) {
       if (py::isinstance<py::dict>(d)) known.loggers.emplace_back(py::reinterpret_borrow<py::object>(kv.second), d);
     }
   }
-  impl_->loggerLevels.reserve(known.loggers.size());
+  impl_->loggers.reserve(known.loggers.size());
+  const auto item = [](py::handle d, const char* k) {
+    PyObject* v = PyDict_GetItemString(d.ptr(), k);
+    return v ? py::reinterpret_borrow<py::object>(v) : py::object();
+  };
   for (const auto& [logger, d] : known.loggers) {
-    PyObject* level = PyDict_GetItemString(d.ptr(), "level");
-    impl_->loggerLevels.push_back({logger, d, level ? py::reinterpret_borrow<py::object>(level) : py::object(py::none())});
+    Impl::LoggerState st{logger, d, dictVersion(d.ptr()), item(d, "level"), item(d, "disabled"), item(d, "propagate"),
+                         item(d, "handlers"), py::list()};
+    if (st.handlers && PyList_Check(st.handlers.ptr()) && PyList_GET_SIZE(st.handlers.ptr()) > 0)
+      st.handlersCopy = copyList(st.handlers);
+    impl_->loggers.push_back(std::move(st));
+  }
+  {
+    py::object rootLogger = logging.attr("root");
+    impl_->rootVersion = dictVersion(py::getattr(rootLogger, "__dict__", py::none()).ptr());
+    impl_->managerVersion = dictVersion(py::getattr(rootLogger.attr("manager"), "__dict__", py::none()).ptr());
   }
   py::module_ torch = py::module_::import("torch");
   impl_->defaultDtype = torch.attr("get_default_dtype")();
   impl_->gradEnabled = torch.attr("is_grad_enabled")();
   impl_->cwd = py::module_::import("os").attr("getcwd")();
   impl_->recursionLimit = sys.attr("getrecursionlimit")().cast<int>();
+  // Last: a snapshot that failed above leaves the plan free for the next sandbox.
+  impl_->plan->inUse = true;
+  if (!c.plan || !c.plan->inUse || c.plan == impl_->plan) c.plan = impl_->plan;
 }
 
 void Sandbox::restore() {
@@ -397,6 +463,7 @@ void Sandbox::restore() {
     for (auto kv : saved)
       if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
   }
+  restoreCEnviron(impl_->cEnviron);
   py::module_ warnings = py::module_::import("warnings");
   py::list filters = warnings.attr("filters");
   filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);
@@ -406,7 +473,14 @@ void Sandbox::restore() {
   handlers.attr("__setitem__")(py::slice(0, py::len(handlers), 1), impl_->handlers);
   // setLevel and logging.disable clear every logger's cache (hundreds with
   // torch 2.x loaded): only where the case changed them.
-  if (!py::object(root.attr("level")).equal(impl_->level)) root.attr("setLevel")(impl_->level);
+  // Also when the value is back but was assigned: a logger may have cached
+  // an answer in between (setLevel and logging.disable clear the caches).
+  const auto assigned = [](py::handle o, uint64_t v) {
+    py::object d = py::getattr(o, "__dict__", py::none());
+    return v == 0 || !py::isinstance<py::dict>(d) || dictVersion(d.ptr()) != v;
+  };
+  if (assigned(root, impl_->rootVersion) || !py::object(root.attr("level")).equal(impl_->level))
+    root.attr("setLevel")(impl_->level);
   py::list metaPath = sys.attr("meta_path");
   metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   py::list hooks = sys.attr("path_hooks");
@@ -415,18 +489,34 @@ void Sandbox::restore() {
   threading.attr("_trace_hook") = impl_->threadTrace;
   threading.attr("_profile_hook") = impl_->threadProfile;
   py::module_ logging = py::module_::import("logging");
-  if (!py::object(logging.attr("root").attr("manager").attr("disable")).equal(impl_->logDisable))
+  py::object manager = logging.attr("root").attr("manager");
+  if (assigned(manager, impl_->managerVersion) || !py::object(manager.attr("disable")).equal(impl_->logDisable))
     logging.attr("disable")(impl_->logDisable);
-  for (auto& l : impl_->loggerLevels) {
-    if (l.level.is_none()) continue;
-    PyObject* now = PyDict_GetItemString(l.dict.ptr(), "level");
-    if (now != l.level.ptr() && !(now && py::handle(now).equal(l.level))) l.logger.attr("setLevel")(l.level);
+  for (auto& l : impl_->loggers) {
+    if (l.version != 0 && dictVersion(l.dict.ptr()) == l.version) {
+      // Not assigned to: only its handlers list may have changed in place.
+      const Py_ssize_t n = l.handlers && PyList_Check(l.handlers.ptr()) ? PyList_GET_SIZE(l.handlers.ptr()) : -1;
+      if (n >= 0 && (n != PyList_GET_SIZE(l.handlersCopy.ptr()) || (n > 0 && !l.handlers.equal(l.handlersCopy))))
+        l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
+      continue;
+    }
+    for (const auto& [key, value] : {std::pair<const char*, py::object*>{"disabled", &l.disabled},
+                                     {"propagate", &l.propagate}, {"handlers", &l.handlers}})
+      if (*value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
+    if (l.handlers && PyList_Check(l.handlers.ptr()))
+      l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
+    if (l.level) l.logger.attr("setLevel")(l.level);  // also clears the loggers' caches
   }
   py::module_ torch = py::module_::import("torch");
   if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype)) torch.attr("set_default_dtype")(impl_->defaultDtype);
   if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) torch.attr("set_grad_enabled")(impl_->gradEnabled);
   py::module_ os = py::module_::import("os");
-  if (!os.attr("getcwd")().equal(impl_->cwd)) os.attr("chdir")(impl_->cwd);
+  bool cwdSame = false;
+  try {
+    cwdSame = os.attr("getcwd")().equal(impl_->cwd);
+  } catch (const py::error_already_set&) {  // the case removed the directory it went to
+  }
+  if (!cwdSame) os.attr("chdir")(impl_->cwd);
   sys.attr("setrecursionlimit")(impl_->recursionLimit);
 }
 

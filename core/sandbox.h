@@ -18,11 +18,15 @@ namespace flagprop {
 /// `__dict__` of every *watched* module (attributes added, replaced or
 /// deleted, e.g. `torch.broadcast_shapes`); the `__dict__` of every class
 /// defined in a watched package and of `torch.Tensor` (e.g. `LibEntry.run` /
-/// `.key`); `sys.path`, `sys.meta_path`, `sys.path_hooks`; `os.environ` and
-/// the working directory; `warnings.filters`; the root logger's handlers and
-/// level, every existing logger's level and `logging.disable`; the trace /
+/// `.key`); `sys.path`, `sys.meta_path`, `sys.path_hooks`; `os.environ`, the
+/// process environment itself (`os.putenv`, C code) and the working directory
+/// (also one the case removed); `warnings.filters`; the root logger's
+/// handlers and level, every existing logger's level, `disabled`,
+/// `propagate` and handlers, and `logging.disable` (with the loggers' cached
+/// answers cleared where a case assigned any of them); the trace /
 /// profile functions, also those for new threads; torch's default dtype and
-/// grad mode; the recursion limit.
+/// grad mode; the recursion limit. Not restored: a watched class's
+/// `__doc__`.
 ///
 /// Watched modules: `torch`, `torch.functional` and `builtins` exactly, and
 /// the packages `flag_gems`, `torch_fl`, `triton` (the code under test),
@@ -52,6 +56,7 @@ class Sandbox {
   const std::string& walkedBecause() const;
 
  private:
+  void snapshot(const std::vector<std::string>& extraRoots);
   struct Impl;
   Impl* impl_;
 };

@@ -100,9 +100,6 @@ def _timing(target, case):
     return out
 
 
-_CHILDREN_AFTER = {}  # "last": _children() at the end of the last case
-
-
 def _children():
     """{pid: command line} of this process's live child processes, from
     /proc/self/task/TID/children of the calling thread (Linux; the code under
@@ -145,8 +142,7 @@ def _left_running(threads_before, children_before):
     for t in threading.enumerate():
         if t.ident not in threads_before and t.is_alive():
             out.append({"kind": "thread", "name": t.name, "daemon": t.daemon})
-    children = _CHILDREN_AFTER["last"] = _children()  # the next case's "before": one /proc read per case
-    for pid, command in children.items():
+    for pid, command in _children().items():
         if pid not in children_before:
             out.append({"kind": "process", "pid": pid, "command": command[:200]})
     return out
@@ -158,9 +154,7 @@ def check(kind, target, case, judging=None):
     ``left_running`` (see ``_left_running``), which the C++ session gathers
     per target and the report lists."""
     threads_before = {t.ident for t in threading.enumerate()}
-    children_before = _CHILDREN_AFTER.get("last")
-    if children_before is None:
-        children_before = _children()
+    children_before = _children()  # not the last case's "after": a child may start between cases
     result = _check(kind, target, case, judging)
     left = _left_running(threads_before, children_before)
     if left and isinstance(result, dict):

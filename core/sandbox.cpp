@@ -195,6 +195,12 @@ py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySeque
 // `saved` ("KEY=VALUE" strings) where it differs: os.environ is put back
 // through Python, but os.putenv / os.unsetenv and C code change only this.
 void restoreCEnviron(const std::vector<std::string>& saved) {
+  {  // the common case: nothing changed, the same strings in the same order
+    size_t i = 0;
+    char** e = environ;
+    while (e && *e && i < saved.size() && saved[i] == *e) ++e, ++i;
+    if (i == saved.size() && !(e && *e)) return;
+  }
   const auto key = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
   std::unordered_map<std::string, std::string> want;
   for (const auto& kv : saved) want.emplace(key(kv), kv);

@@ -202,23 +202,14 @@ void restoreCEnviron(const std::vector<std::string>& saved) {
     if (i == saved.size() && !(e && *e)) return;
   }
   const auto key = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
-  std::unordered_map<std::string, std::string> want;
-  for (const auto& kv : saved) want.emplace(key(kv), kv);
-  std::vector<std::string> drop, now;
-  for (char** e = environ; e && *e; ++e) now.emplace_back(*e);
-  bool same = now.size() == saved.size();
-  for (const auto& kv : now) {
-    auto it = want.find(key(kv));
-    if (it == want.end())
-      drop.push_back(key(kv));
-    else if (it->second != kv)
-      same = false;
-  }
-  if (same && drop.empty()) return;
+  std::unordered_map<std::string, std::string> want;  // key -> value
+  for (const auto& kv : saved) want.emplace(key(kv), kv.substr(kv.find('=') + 1));
+  std::vector<std::string> drop;
+  for (char** e = environ; e && *e; ++e)
+    if (!want.count(key(*e))) drop.push_back(key(*e));
   for (const auto& k : drop) unsetenv(k.c_str());
-  for (const auto& [k, kv] : want) {
+  for (const auto& [k, value] : want) {
     const char* cur = getenv(k.c_str());
-    const std::string value = kv.substr(k.size() + 1);
     if (!cur || value != cur) setenv(k.c_str(), value.c_str(), 1);
   }
 }
@@ -292,7 +283,7 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
     py::list handlersCopy;
   };
   std::vector<LoggerState> loggers;
-  uint64_t rootVersion = 0, managerVersion = 0;  // the root logger's and the manager's __dict__
+  uint64_t managerVersion = 0;  // logging's manager's __dict__ (its `disable`)
   py::object defaultDtype, gradEnabled, cwd;
   int recursionLimit = 0;
   std::shared_ptr<Plan> plan;
@@ -303,8 +294,6 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   py::object environData;  // os.environ._data copy (encoded keys and values)
   std::vector<std::string> cEnviron;  // the process's own environment ("KEY=VALUE"): os.putenv bypasses os.environ
   py::list filters;
-  py::list handlers;
-  py::object level;
   py::object trace, profile;
 };
 
@@ -366,9 +355,6 @@ void Sandbox::snapshot(const std::vector<std::string>& extraRoots) {
   for (char** e = environ; e && *e; ++e) impl_->cEnviron.emplace_back(*e);
   py::module_ warnings = py::module_::import("warnings");
   impl_->filters = copyList(warnings.attr("filters"));
-  py::object root = py::module_::import("logging").attr("getLogger")();
-  impl_->handlers = copyList(root.attr("handlers"));
-  impl_->level = root.attr("level");
   impl_->trace = sys.attr("gettrace")();
   impl_->profile = sys.attr("getprofile")();
   impl_->metaPath = copyList(sys.attr("meta_path"));
@@ -378,19 +364,22 @@ void Sandbox::snapshot(const std::vector<std::string>& extraRoots) {
   impl_->threadProfile = py::getattr(threading, "_profile_hook", py::none());
   py::module_ logging = py::module_::import("logging");
   impl_->logDisable = logging.attr("root").attr("manager").attr("disable");
-  // Levels are read straight from each logger's __dict__; the list of
-  // loggers (hundreds with torch 2.x) is found again only when loggerDict changed.
+  // The root logger and every logger of loggerDict, their settings read
+  // straight from their __dict__s; the list (hundreds of loggers with torch
+  // 2.x) is found again only when loggerDict changed.
   py::object loggerDict = logging.attr("root").attr("manager").attr("loggerDict");
   auto& known = cache().loggers;
   if (!py::isinstance<py::dict>(loggerDict) || dictVersion(loggerDict.ptr()) == 0 ||
       dictVersion(loggerDict.ptr()) != known.version) {
     known.version = py::isinstance<py::dict>(loggerDict) ? dictVersion(loggerDict.ptr()) : 0;
     known.loggers.clear();
-    for (auto kv : py::dict(loggerDict)) {
-      if (!py::hasattr(kv.second, "setLevel")) continue;
-      py::object d = py::getattr(kv.second, "__dict__", py::none());
-      if (py::isinstance<py::dict>(d)) known.loggers.emplace_back(py::reinterpret_borrow<py::object>(kv.second), d);
-    }
+    const auto add = [&](py::handle logger) {
+      if (!py::hasattr(logger, "setLevel")) return;
+      py::object d = py::getattr(logger, "__dict__", py::none());
+      if (py::isinstance<py::dict>(d)) known.loggers.emplace_back(py::reinterpret_borrow<py::object>(logger), d);
+    };
+    add(logging.attr("root"));
+    for (auto kv : py::dict(loggerDict)) add(kv.second);
   }
   impl_->loggers.reserve(known.loggers.size());
   const auto item = [](py::handle d, const char* k) {
@@ -404,11 +393,7 @@ void Sandbox::snapshot(const std::vector<std::string>& extraRoots) {
       st.handlersCopy = copyList(st.handlers);
     impl_->loggers.push_back(std::move(st));
   }
-  {
-    py::object rootLogger = logging.attr("root");
-    impl_->rootVersion = dictVersion(py::getattr(rootLogger, "__dict__", py::none()).ptr());
-    impl_->managerVersion = dictVersion(py::getattr(rootLogger.attr("manager"), "__dict__", py::none()).ptr());
-  }
+  impl_->managerVersion = dictVersion(py::getattr(logging.attr("root").attr("manager"), "__dict__", py::none()).ptr());
   py::module_ torch = py::module_::import("torch");
   impl_->defaultDtype = torch.attr("get_default_dtype")();
   impl_->gradEnabled = torch.attr("is_grad_enabled")();
@@ -451,17 +436,9 @@ void Sandbox::restore() {
   path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
   py::object environ = py::module_::import("os").attr("environ");
   if (!impl_->environData.is_none()) {
-    py::object data = py::getattr(environ, "_data", py::none());
-    if (!data.equal(impl_->environData)) {
-      // Back through os.environ (putenv / unsetenv), decoding the saved keys and values.
-      py::dict saved = impl_->environData;
-      py::object decodeKey = environ.attr("decodekey"), decodeValue = environ.attr("decodevalue");
-      for (auto k : py::list(py::dict(data).attr("keys")()))
-        if (!saved.contains(k)) environ.attr("pop")(decodeKey(k), py::none());
-      for (auto kv : saved)
-        if (!py::dict(data).contains(kv.first) || !py::object(py::dict(data)[kv.first]).equal(kv.second))
-          environ[decodeKey(kv.first)] = decodeValue(kv.second);
-    }
+    // os.environ's own dict (encoded keys and values); the environment it
+    // mirrors is put back below, whatever changed it.
+    restoreDict(py::getattr(environ, "_data"), impl_->environData);
   } else {
     py::dict saved = impl_->environ;
     for (auto k : py::list(environ.attr("keys")()))
@@ -474,19 +451,6 @@ void Sandbox::restore() {
   py::list filters = warnings.attr("filters");
   filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);
   if (py::hasattr(warnings, "_filters_mutated")) warnings.attr("_filters_mutated")();
-  py::object root = py::module_::import("logging").attr("getLogger")();
-  py::list handlers = root.attr("handlers");
-  handlers.attr("__setitem__")(py::slice(0, py::len(handlers), 1), impl_->handlers);
-  // setLevel and logging.disable clear every logger's cache (hundreds with
-  // torch 2.x loaded): only where the case changed them.
-  // Also when the value is back but was assigned: a logger may have cached
-  // an answer in between (setLevel and logging.disable clear the caches).
-  const auto assigned = [](py::handle o, uint64_t v) {
-    py::object d = py::getattr(o, "__dict__", py::none());
-    return v == 0 || !py::isinstance<py::dict>(d) || dictVersion(d.ptr()) != v;
-  };
-  if (assigned(root, impl_->rootVersion) || !py::object(root.attr("level")).equal(impl_->level))
-    root.attr("setLevel")(impl_->level);
   py::list metaPath = sys.attr("meta_path");
   metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   py::list hooks = sys.attr("path_hooks");
@@ -495,11 +459,27 @@ void Sandbox::restore() {
   threading.attr("_trace_hook") = impl_->threadTrace;
   threading.attr("_profile_hook") = impl_->threadProfile;
   py::module_ logging = py::module_::import("logging");
+  // setLevel and logging.disable clear every logger's cache (hundreds with
+  // torch 2.x loaded): only where the case assigned them, also when the value
+  // assigned last is the old one (a logger may have cached an answer between).
   py::object manager = logging.attr("root").attr("manager");
-  if (assigned(manager, impl_->managerVersion) || !py::object(manager.attr("disable")).equal(impl_->logDisable))
+  py::object managerDict = py::getattr(manager, "__dict__", py::none());
+  if (impl_->managerVersion == 0 || !py::isinstance<py::dict>(managerDict) ||
+      dictVersion(managerDict.ptr()) != impl_->managerVersion || !py::object(manager.attr("disable")).equal(impl_->logDisable))
     logging.attr("disable")(impl_->logDisable);
+  const auto same = [](const Impl::LoggerState& l) {
+    if (l.version != 0) return dictVersion(l.dict.ptr()) == l.version;
+    // No dict versions (3.14 on): the settings themselves, so that an
+    // unchanged logger does not clear every cache once per logger.
+    for (const auto& [key, saved] : {std::pair<const char*, const py::object*>{"level", &l.level},
+                                     {"disabled", &l.disabled}, {"propagate", &l.propagate}, {"handlers", &l.handlers}}) {
+      PyObject* now = PyDict_GetItemString(l.dict.ptr(), key);
+      if (now != saved->ptr()) return false;
+    }
+    return true;
+  };
   for (auto& l : impl_->loggers) {
-    if (l.version != 0 && dictVersion(l.dict.ptr()) == l.version) {
+    if (same(l)) {
       // Not assigned to: only its handlers list may have changed in place.
       const Py_ssize_t n = l.handlers && PyList_Check(l.handlers.ptr()) ? PyList_GET_SIZE(l.handlers.ptr()) : -1;
       if (n >= 0 && (n != PyList_GET_SIZE(l.handlersCopy.ptr()) || (n > 0 && !l.handlers.equal(l.handlersCopy))))

@@ -137,12 +137,14 @@ def cpu_storages(call, cpu):
     return [t.as_strided((int(layout["storage"]),), (1,), 0) for layout, t in zip(call["tensors"], cpu)]
 
 
-def device_inputs(call, cpu, device):
+def device_inputs(call, cpu, device, storages=None):
     """Fresh device tensors equal to the CPU tensors ``cpu`` of ``call`` (as
     ``build_cpu`` made them), each in a storage of its own with the same
-    shape, strides and storage offset."""
+    shape, strides and storage offset. ``storages``: their
+    ``cpu_storages``, where the caller has them already."""
+    storages = cpu_storages(call, cpu) if storages is None else storages
     return [view_of(base.clone() if str(device) == "cpu" else base.to(device), layout)
-            for layout, base in zip(call["tensors"], cpu_storages(call, cpu))]
+            for layout, base in zip(call["tensors"], storages)]
 
 
 def resolve(value, tensors, outs=None, device=None):
@@ -448,9 +450,10 @@ def _run_pass(runner, case, cpu_inputs, device, name):
     the inputs before, the outputs and CPU copies of them right after."""
     calls, device_s = [], 0.0
     for k, call in enumerate(case["calls"]):
-        dev = device_inputs(call, cpu_inputs[k], device)
-        rec = {"inputs": [_snap_input(t, src) for t, src in zip(dev, cpu_storages(call, cpu_inputs[k]))],
-               "error": None, "outputs": (), "after": []}
+        sources = cpu_storages(call, cpu_inputs[k])
+        dev = device_inputs(call, cpu_inputs[k], device, sources)
+        rec = {"inputs": [_snap_input(t, src) for t, src in zip(dev, sources)], "error": None, "outputs": (),
+               "after": []}
         t0 = time.perf_counter()
         try:
             outs = runner.call(call, dev)
@@ -467,22 +470,18 @@ def _run_pass(runner, case, cpu_inputs, device, name):
     return {"name": name, "calls": calls, "device_s": device_s}
 
 
-_STAGE_FD = {}
+_STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no file)
 
 
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
     ``device``: the op under test) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies knows whose crash it was."""
-    path = _STAGE_FD.get("path")
-    if path is None:  # read once: the C++ session sets it before the first case
-        path = _STAGE_FD["path"] = os.environ.get("FLAGPROP_STAGE_FILE", "")
-    if not path:
-        return
-    fd = _STAGE_FD.get(path)
-    if fd is None:  # kept open: one pwrite per stage, not a file created per case
-        fd = _STAGE_FD[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    os.pwrite(fd, name.encode().ljust(16), 0)  # fixed width: no truncate; the reader strips
+    if "fd" not in _STAGE:  # the C++ session sets the variable before the first case
+        path = os.environ.get("FLAGPROP_STAGE_FILE")
+        _STAGE["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644) if path else None
+    if _STAGE["fd"] is not None:  # one pwrite per stage, fixed width: no truncate; the reader strips
+        os.pwrite(_STAGE["fd"], name.encode().ljust(16), 0)
 
 
 def observe_case(target, case, gates, upcast, repeat=False):

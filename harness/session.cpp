@@ -1,11 +1,14 @@
 #include "harness/session.h"
 
+#include <cstdlib>
+
 #include "core/files.h"
 #include "core/native_runtime.h"
 #include "core/sandbox.h"
 #include "core/tensor_bridge.h"
 
 #include <chrono>
+#include <cstdlib>
 
 namespace flagprop {
 
@@ -60,6 +63,9 @@ TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)),
   const int ordinal = colon == std::string::npos ? 0 : std::stoi(target_.device.substr(colon + 1));
   provenance_["native_runtime"] = {{"hip", hipWitness(ordinal).toJson()}, {"cuda", cudaWitness(ordinal).toJson()}};
   provenance_["device"] = target_.device;
+  // Which GPUs the process was shown (--devices, a ctest resource group, Slurm).
+  for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
+    if (const char* v = std::getenv(var)) provenance_["visible_devices"][var] = v;
   provenance_["gates"] = target_.gates ? toJson(*target_.gates) : json("generate");  // the manifest's spelling
 }
 

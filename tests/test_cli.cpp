@@ -355,6 +355,21 @@ TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
   json report = load((dir / "report.json").string());
   for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"}) EXPECT_NE(result(report, "fixture-well-behaved", p), nullptr) << p;
   EXPECT_EQ(report.at("targets").at(0).value("shards", 0), 2);
+  // --devices N is the N-th GPU the run was given (a Slurm allocation), not GPU N of the host.
+  flagprop::removeTree(dir.string());
+  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 HIP_VISIBLE_DEVICES=6,7 " + fp + " run --jobs 2 --devices 1 --seed 3 --cases 5 "
+               "--property P5 --manifest " + targets + "well-behaved.json --report-dir " + dir.string(), &out),
+            0)
+      << out;
+  report = load((dir / "report.json").string());
+  EXPECT_EQ(report.at("targets").at(0).at("provenance").value("visible_devices", json()),
+            (json{{"CUDA_VISIBLE_DEVICES", "5"}, {"HIP_VISIBLE_DEVICES", "7"}}))
+      << report.at("targets").at(0).at("provenance").dump();
+  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 " + fp + " run --devices 2 --manifest " + targets + "well-behaved.json --report-dir " +
+               dir.string(), &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("not among CUDA_VISIBLE_DEVICES=4,5"), std::string::npos) << out;
   // A case that hangs is stopped by --case-timeout long before the process limit.
   flagprop::removeTree(dir.string());
   EXPECT_EQ(sh(fp + " run --seed 3 --case-timeout 3 --timeout 600 --manifest " + targets + "ops-hang.json --report-dir " +

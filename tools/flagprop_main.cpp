@@ -84,7 +84,8 @@ run options (--opt value or --opt=value):
                       properties in the first); they share Triton's cache, so
                       kernels compile N at a time (default 1)
   --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
-                      CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process)
+                      CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process; where
+                      those are set already, N is their N-th entry)
   --case-timeout SEC  one case's time limit (default 300; 0: none): a case that runs
                       longer is a hang, recorded with its reproducer, and a fresh
                       process goes on (CPU ATen hanging on a generated case is a skip)
@@ -146,6 +147,21 @@ bool number(const std::string& s, unsigned long long& out) {
   return errno == 0 && end && *end == '\0';
 }
 
+// The entries of a CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES value; none
+// where it starts with -1 (no device visible).
+std::vector<std::string> visibleDevices(const std::string& value) {
+  std::vector<std::string> out;
+  std::stringstream ss(value);
+  for (std::string d; std::getline(ss, d, ',');) {
+    d.erase(0, d.find_first_not_of(" \t"));
+    d.erase(d.find_last_not_of(" \t") + 1);
+    if (d.rfind("-1", 0) == 0) break;
+    if (!d.empty()) out.push_back(d);
+  }
+  return out;
+}
+
+
 // One option with a value; returns "" or the usage error.
 std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) {
   unsigned long long n = 0;
@@ -165,6 +181,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     std::stringstream ss(v);
     for (std::string d; std::getline(ss, d, ',');) {
       if (!number(d, n)) return "--devices needs device indices, e.g. 0,1";
+      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
+        if (const char* vis = std::getenv(var); vis && n >= visibleDevices(vis).size())
+          return "--devices " + d + " is not among " + var + "=" + vis + " (an index into that list)";
       cli.devices.push_back(d);
     }
     if (cli.devices.empty()) return "--devices needs device indices, e.g. 0,1";
@@ -623,8 +642,13 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
   const auto deviceEnv = [&](size_t i) {
     std::vector<std::string> e = env;
     if (!cli.devices.empty()) {
-      const std::string d = cli.devices[i % cli.devices.size()];
-      e.insert(e.end(), {"CUDA_VISIBLE_DEVICES=" + d, "HIP_VISIBLE_DEVICES=" + d});
+      // Index N is the N-th GPU this process sees: an entry of an already
+      // narrowed list (a Slurm allocation), as matrix/ctest_device.sh maps it.
+      const size_t n = std::stoul(cli.devices[i % cli.devices.size()]);
+      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
+        const char* vis = std::getenv(var);
+        e.push_back(std::string(var) + "=" + (vis ? visibleDevices(vis).at(n) : std::to_string(n)));
+      }
     }
     return e;
   };

@@ -2,18 +2,16 @@
 
 #include "core/files.h"
 #include "core/python.h"
+#include "runner/runner.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <regex>
-#include <thread>
 #include <vector>
 
 #ifndef FLAGPROP_SOURCE_DIR
@@ -158,33 +156,6 @@ std::string codePath(const std::string& path, const Roots& roots) {
   return p.empty() ? path : p;
 }
 
-// Runs `argv` with stdout / stderr into `logPath`, waiting at most
-// `timeoutSeconds`. Returns the exit status, or -1 (not started, killed, a signal).
-int runQuiet(const std::vector<std::string>& args, const std::string& logPath, int timeoutSeconds) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = 0;
-  const int err = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (err != 0) return -1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) != pid) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // The folder among `folders` that holds `rel`, or "".
 std::string findIn(const std::vector<std::string>& folders, const std::string& rel) {
   for (const auto& f : folders)
@@ -237,7 +208,7 @@ std::atomic<unsigned> gSliceCount{0};
 
 // The module table (flagprop.slim's render) for a reproducer of `kind`
 // within `budget` bytes; `note` says what was embedded and how.
-std::string moduleTable(const std::string& kind, size_t budget, std::string& note) {
+std::string sliceModules(const std::string& kind, size_t budget, std::string& note) {
   const std::string slim = findIn(pythonFolders(), "flagprop/slim.py");
   const std::string stem = (fs::temp_directory_path() / ("flagprop-slim-" + std::to_string(getpid()) + "-" +
                                                          std::to_string(gSliceCount++)))
@@ -249,7 +220,8 @@ std::string moduleTable(const std::string& kind, size_t budget, std::string& not
     why = "flagprop/slim.py is not in flagprop's Python folders";
   } else {
     writeText(req, sliceRequest(kind, budget).dump());
-    const int rc = runQuiet({FLAGPROP_PYTHON_EXE, "-I", "-S", "-B", slim, "--request", req, "--out", out}, log, 120);
+    const ChildResult r = runChild({FLAGPROP_PYTHON_EXE, "-I", "-S", "-B", slim, "--request", req, "--out", out}, 120, log);
+    const int rc = r.exitCode;
     try {
       answer = json::parse(readFile(out));
     } catch (const std::exception&) {
@@ -284,6 +256,28 @@ std::string moduleTable(const std::string& kind, size_t budget, std::string& not
                           : " Packed (zlib, base85) to keep the file small: " + packed +
                                 "; `python3 THIS_FILE --dump-code DIR` writes every module out as a file.");
   return answer.at("text").get<std::string>();
+}
+
+// sliceModules, once per check kind and 2 KiB step of the budget (rounded
+// down, so the table still fits): the slice depends on nothing else, and a
+// run with many failures would otherwise start the slicer (about 0.5 s) for
+// each reproducer.
+std::string moduleTable(const std::string& kind, size_t budget, std::string& note) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, size_t>, std::pair<std::string, std::string>> done;  // -> (table, note)
+  const size_t step = budget / 2048 * 2048;
+  const auto key = std::make_pair(kind, step ? step : budget);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = done.find(key); it != done.end()) {
+      note = it->second.second;
+      return it->second.first;
+    }
+  }
+  std::string table = sliceModules(kind, key.second, note);
+  std::lock_guard<std::mutex> lock(mu);
+  done.emplace(key, std::make_pair(table, note));
+  return table;
 }
 
 // An op case's input tensors as flagprop.ops.build_cpu makes them from their

@@ -320,21 +320,25 @@ ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, c
   return r;
 }
 
-json capturedOutput(const std::string& path, size_t keep) {
+json capturedOutput(const std::string& path, size_t keep) { return capturedOutput(std::vector<std::string>{path}, keep); }
+
+json capturedOutput(const std::vector<std::string>& paths, size_t keep) {
   json out = {{"lines", 0}, {"distinct", json::array()}, {"tail", json::array()}};
-  std::ifstream in(path);
   std::map<std::string, std::pair<size_t, size_t>> seen;  // text -> (count, first line)
   std::vector<std::string> tail;
   size_t n = 0;
-  for (std::string line; std::getline(in, line);) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (line.empty()) continue;
-    if (line.size() > 300) line = line.substr(0, 297) + "...";
-    auto& s = seen[line];
-    if (s.first++ == 0) s.second = n;
-    ++n;
-    tail.push_back(line);
-    if (tail.size() > 12) tail.erase(tail.begin());
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty()) continue;
+      if (line.size() > 300) line = line.substr(0, 297) + "...";
+      auto& s = seen[line];
+      if (s.first++ == 0) s.second = n;
+      ++n;
+      tail.push_back(line);
+      if (tail.size() > 12) tail.erase(tail.begin());
+    }
   }
   std::vector<std::tuple<size_t, size_t, std::string>> order;  // (-count, first, text)
   for (const auto& [text, s] : seen) order.emplace_back(SIZE_MAX - s.first, s.second, text);

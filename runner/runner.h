@@ -98,6 +98,9 @@ ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, c
 /// 12 lines (what a process that died printed last)}. A missing or empty
 /// file gives {"lines": 0, ...}.
 json capturedOutput(const std::string& path, size_t keep = 40);
+/// The same over several capture files read one after another (the
+/// processes of one target under --jobs).
+json capturedOutput(const std::vector<std::string>& paths, size_t keep = 40);
 
 /// How a child process ended, one line: "" when it exited 0 or 1 after
 /// finishing (`finished`), else "target process died with signal 11

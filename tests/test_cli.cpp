@@ -2,6 +2,7 @@
 // reproducers under plain python3, crash isolation and bad manifests.
 #include "core/files.h"
 #include "core/python.h"
+#include "runner/runner.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -339,6 +340,30 @@ TEST(Cli, WhatTheCodeUnderTestPrintsIsCapturedAndListed) {
   }
   EXPECT_TRUE(warned && printed) << c.dump(2);
   EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("example-ops noise"), std::string::npos);
+  flagprop::removeTree(dir.string());
+}
+
+// What the processes of one target printed is counted over all of their
+// capture files: lines summed, every distinct line once (not only each
+// file's 40 most frequent), the tail the last file's.
+TEST(Cli, CapturedOutputOfSeveralProcessesIsCountedTogether) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-capture-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::vector<std::string> files;
+  for (int f = 0; f < 2; ++f) {
+    files.push_back((dir / ("shard" + std::to_string(f) + ".output.txt")).string());
+    std::ofstream out(files.back());
+    for (int i = 0; i < 45; ++i) out << "line " << (f * 30 + i) << "\n";  // 15 of each file's lines are in both
+    out << "common\ncommon\n";
+  }
+  const json c = flagprop::capturedOutput(files);
+  EXPECT_EQ(c.at("lines"), 94);
+  EXPECT_EQ(c.at("distinct_lines"), 76);  // lines 0..74 and "common"
+  ASSERT_FALSE(c.at("distinct").empty());
+  EXPECT_EQ(c.at("distinct").at(0), (json{{"text", "common"}, {"count", 4}}));
+  EXPECT_EQ(c.at("distinct").size(), 40u);
+  EXPECT_EQ(c.at("tail").back(), "common");
+  EXPECT_EQ(c.at("tail").front(), "line 65");
   flagprop::removeTree(dir.string());
 }
 

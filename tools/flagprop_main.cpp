@@ -474,6 +474,10 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
   return info;
 }
 
+// The file a target process's stdout and stderr go to, beside its document
+// `out` (NAME.json -> NAME.output.txt).
+std::string capturePath(const std::string& out) { return out.substr(0, out.size() - 5) + ".output.txt"; }
+
 // One target in child processes. A child that dies (a signal, an exit, a
 // timeout) while running a case gets that case recorded as a failure with
 // its reproducer, and a fresh child goes on with the runs left, at most
@@ -486,7 +490,7 @@ std::chrono::steady_clock::time_point gBudgetEnd = std::chrono::steady_clock::ti
 json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
                  const std::string& reproDir, const std::vector<std::string>& env = {}) {
   const std::string inflight = out + ".inflight", stage = out + ".stage";
-  const std::string capture = out.substr(0, out.size() - 5) + ".output.txt";  // what the code under test printed
+  const std::string capture = capturePath(out);  // what the code under test printed
   std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
   json crashes = json::array();
   // A fresh process for the runs left: the document so far is its --resume.
@@ -594,13 +598,11 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
 }
 
 // Merges the documents of a target's shards (each ran some of its ops) into
-// one: the first shard's fields, every shard's results, crashes, what was
-// left running and the captured output (lines summed, distinct lines merged).
+// one: the first shard's fields, every shard's results, crashes and what was
+// left running (runSharded counts their captured output together).
 json mergeShards(std::vector<json> shards) {
   json doc = shards.at(0);
   if (shards.size() == 1) return doc;
-  json captured = {{"lines", 0}, {"distinct_lines", 0}, {"distinct", json::array()}, {"tail", json::array()}};
-  std::map<std::string, int> counts;
   for (size_t i = 0; i < shards.size(); ++i) {
     const json& s = shards[i];
     if (i > 0) {
@@ -614,18 +616,7 @@ json mergeShards(std::vector<json> shards) {
       if (s.contains("crash")) doc["crash"] = s.at("crash");
       if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
     }
-    const json c = s.value("captured_output", json::object());
-    captured["lines"] = captured["lines"].get<int>() + c.value("lines", 0);
-    for (const auto& d : c.value("distinct", json::array())) counts[d.value("text", "")] += d.value("count", 0);
-    if (!c.value("tail", json::array()).empty()) captured["tail"] = c.at("tail");
   }
-  std::vector<std::pair<int, std::string>> order;
-  for (const auto& [text, n] : counts) order.push_back({-n, text});
-  std::sort(order.begin(), order.end());
-  for (size_t i = 0; i < order.size() && i < 40; ++i)
-    captured["distinct"].push_back({{"text", order[i].second}, {"count", -order[i].first}});
-  captured["distinct_lines"] = counts.size();
-  doc["captured_output"] = captured;
   doc["shards"] = shards.size();
   return doc;
 }
@@ -669,6 +660,7 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
   const size_t jobs = std::min<size_t>(cli.jobs, ops.size());
   if (jobs <= 1 || !opProps) return runIsolated(cli, self, planned.path, out, reproDir, deviceEnv(0));
   std::vector<json> docs(jobs);
+  std::vector<std::string> captures;  // what each process printed, counted together below
   std::vector<std::thread> threads;
   for (size_t k = 0; k < jobs; ++k) {
     Cli shard = cli;
@@ -684,12 +676,14 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
       shard.quiet = true;  // one progress line: the first shard's
     }
     const std::string part = out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json";
+    captures.push_back(capturePath(part));
     threads.emplace_back([&docs, k, shard, &self, &planned, part, &reproDir, e = deviceEnv(k)]() {
       docs[k] = runIsolated(shard, self, planned.path, part, reproDir, e);
     });
   }
   for (auto& t : threads) t.join();
   json doc = mergeShards(docs);
+  if (docs.size() > 1) doc["captured_output"] = capturedOutput(captures);
   writeText(out, jsonText(doc));
   return doc;
 }

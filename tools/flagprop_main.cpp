@@ -688,19 +688,49 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
   return doc;
 }
 
-// Writes report.html and the bug-report drafts (flagprop.htmlreport,
-// flagprop.drafts) for the report in `dir`; returns "" or what failed.
-std::string writeHtmlAndDrafts(const std::string& dir, bool drafts) {
+// Runs flagprop.htmlreport's and / or flagprop.drafts' write() on the report
+// in `dir` (`what`: "html", "drafts") in a plain child Python: they need
+// neither torch nor flagprop's interpreter, which this process then never
+// starts. Returns "" with what they wrote, one path a line, in `written`, or
+// what failed (one line).
+std::string writeReportFiles(const std::string& dir, const std::vector<std::string>& what, std::string* written) {
+  static const char* kCode =
+      "import sys\n"
+      "sys.path[:0] = sys.argv[2].split('\\n')\n"
+      "for what in sys.argv[3:]:\n"
+      "    if what == 'html':\n"
+      "        import flagprop.htmlreport as m\n"
+      "        print(m.write(sys.argv[1]))\n"
+      "    else:\n"
+      "        import flagprop.drafts as m\n"
+      "        print('\\n'.join(str(p) for p in m.write(sys.argv[1])))\n";
+  std::string folders;
+  for (const auto& f : pythonFolders()) folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
+  std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", "-c", kCode, fs::absolute(dir).string(), folders};
+  argv.insert(argv.end(), what.begin(), what.end());
+  const std::string log = (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
+  std::error_code ec;
+  fs::remove(log, ec);
+  const ChildResult r = runChild(argv, 600, log);
+  std::string text;
   try {
-    ensureInterpreter();
-    py::gil_scoped_acquire gil;
-    pyImport("flagprop.htmlreport").attr("write")(dir);
-    if (drafts) pyImport("flagprop.drafts").attr("write")(dir);
-    return "";
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return what.substr(0, what.find('\n'));
+    text = readFile(log);
+  } catch (const std::exception&) {
   }
+  fs::remove(log, ec);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (r.exitCode == 0) {
+    if (written) *written = text;
+    return "";
+  }
+  const std::string last = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  return last.empty() ? "the report writer exited with " + std::to_string(r.exitCode) : last;
+}
+
+// Writes report.html and the bug-report drafts for the report in `dir`;
+// returns "" or what failed.
+std::string writeHtmlAndDrafts(const std::string& dir, bool drafts) {
+  return drafts ? writeReportFiles(dir, {"html", "drafts"}, nullptr) : writeReportFiles(dir, {"html"}, nullptr);
 }
 
 // `flagprop run`: every target in a child process, one merged report.
@@ -902,19 +932,13 @@ int reportCommand(const std::string& what, const std::vector<std::string>& args)
     std::cerr << "flagprop: " << args[0] << " holds no report.json (give the --report-dir of a run)\n";
     return 2;
   }
-  try {
-    ensureInterpreter();
-    py::gil_scoped_acquire gil;
-    if (what == "html") {
-      std::cout << pyImport("flagprop.htmlreport").attr("write")(fs::absolute(args[0]).string()).cast<std::string>() << "\n";
-    } else {
-      for (const auto& p : pyImport("flagprop.drafts").attr("write")(fs::absolute(args[0]).string()))
-        std::cout << py::str(p).cast<std::string>() << "\n";
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "flagprop: " << what << ": " << e.what() << "\n";
+  std::string written;
+  const std::string why = writeReportFiles(args[0], {what}, &written);
+  if (!why.empty()) {
+    std::cerr << "flagprop: " << what << ": " << why << "\n";
     return 1;
   }
+  if (!written.empty()) std::cout << written << "\n";
   return 0;
 }
 

@@ -29,7 +29,7 @@ import re
 import shlex
 import sys
 
-from flagprop.htmlreport import compact_json
+from flagprop.htmlreport import compact_json, report_file
 from flagprop.verdicts import finding_kind, shapeless
 
 SCHEMA = "flagprop.report/1"
@@ -103,22 +103,16 @@ def reason_kind(reason):
     observations name none: without a leading "call N (...): " or
     "launch N (...): " and without what follows "; and " (the count of more
     distinct failures), the leading word when the reason starts "word:"
-    (e.g. "silent-skip"); else the reason with every parenthesised part
-    shown as "(...)", quoted text as '...', numbers as "#", cut at the first
-    ";" and at 120 characters. Returns a str."""
+    (e.g. "silent-skip"); else the reason with quoted text as '...' and
+    every number and parenthesised or bracketed part masked by
+    ``verdicts.shapeless``, cut at the first ";" and at 120 characters.
+    Returns a str."""
     text = re.sub(r"^(call|launch) \d+( \([^)]*\))?: ", "", (reason or "").strip())
     text = text.split("; and ")[0]
     m = re.match(r"^([a-z][a-z_-]*):", text)
     if m:
         return m.group(1)
-    while True:
-        masked = re.sub(r"\([^()]*\)", "\x00", text)
-        if masked == text:
-            break
-        text = masked
-    text = text.replace("\x00", "(\u2026)")
-    text = re.sub(r"'[^']*'", "'\u2026'", text)
-    text = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
+    text = shapeless(re.sub(r"'[^']*'", "'\u2026'", text))  # parenthesised parts and numbers, as for a raise
     return " ".join(text.split(";")[0].split())[:120].strip()
 
 
@@ -378,17 +372,6 @@ def _code(text):
     return "`` %s ``" % text
 
 
-def _reproducer_file(path, report_dir):
-    """Where reproducer ``path`` (as the report names it) is: as given, else
-    in ``report_dir``/reproducers. Returns a path or None."""
-    if not path:
-        return None
-    for cand in (path, os.path.join(report_dir, path), os.path.join(report_dir, "reproducers", os.path.basename(path))):
-        if os.path.isfile(cand):
-            return cand
-    return None
-
-
 def _environment(report, g):
     """The Environment section of group ``g``: per target (and pin) its
     device, versions, LibTorch, pin commits, SHA256s and native runtime, and
@@ -444,7 +427,7 @@ def _reproduce(report, g, report_dir):
     m = g["members"][0]
     python = prov.get("python") or "python3"
     lines = ["## Reproduce", ""]
-    found = _reproducer_file(m["reproducer"], report_dir)
+    found = report_file(m["reproducer"], report_dir, "reproducers")
     if found:
         size = os.path.getsize(found)
         with open(found, "rb") as f:

@@ -649,12 +649,15 @@ def _failure(report, t, r, ident):
     return "".join(out)
 
 
-def _plot_path(path, report_dir):
-    """Where the plot ``path`` (str, as the report names it) is on disk: as
-    given, else relative to ``report_dir``, else in ``report_dir``/plots.
-    Returns the first that exists, or None."""
-    for cand in (path, os.path.join(report_dir, path), os.path.join(report_dir, "plots", os.path.basename(path))):
-        if cand and os.path.isfile(cand):
+def report_file(path, report_dir, folder):
+    """Where a file the report names as ``path`` (str: a plot, a reproducer)
+    is on disk: as given, else relative to ``report_dir``, else in
+    ``report_dir``/``folder`` ("plots", "reproducers"). Returns the first
+    that exists, or None (also for an empty ``path``)."""
+    if not path:
+        return None
+    for cand in (path, os.path.join(report_dir, path), os.path.join(report_dir, folder, os.path.basename(path))):
+        if os.path.isfile(cand):
             return cand
     return None
 
@@ -671,7 +674,7 @@ def _plots(t, report_dir):
         if r.get("plot_error") and not r.get("plot"):
             out.append('<p class="muted">%s (no plot: %s)</p>' % (_e(caption), _e(r["plot_error"])))
             continue
-        found = _plot_path(str(r["plot"]), report_dir)
+        found = report_file(str(r["plot"]), report_dir, "plots")
         if found is None:
             out.append('<p class="muted">%s (plot file not found: <code>%s</code>)</p>' % (_e(caption), _e(r["plot"])))
             continue

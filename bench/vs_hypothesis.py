@@ -92,9 +92,9 @@ COMPARE_SCALARS = [0.5, 0, 1, -1.5, 2.0, -0.0]
 FILL_VALUES = [0.0, 1.5, -2, -0.0, 1e-3]
 ALPHAS = [1, 2, -1, 0.5, 1.0]
 
-#: rtol per dtype and atol: FlagGems' figures (its tests/accuracy_utils.py), as flagprop uses them.
-RTOL = {"float32": 1.3e-6, "float16": 1e-3, "bfloat16": 0.016}
-ATOL = 1e-4
+sys.path.insert(0, os.path.join(ROOT, "python"))
+#: rtol per dtype and atol: FlagGems' figures (its tests/accuracy_utils.py), flagprop's own.
+from flagprop.verdicts import POINTWISE_ATOL as ATOL, RESOLUTION as RTOL  # noqa: E402
 
 
 def _hypothesis_tests(device, dtype_name, cases):
@@ -285,26 +285,14 @@ def _hypothesis_tests(device, dtype_name, cases):
 
 
 def enable_flag_gems(src, ops):
-    """Registers FlagGems' kernels for ``ops`` (ATen overload names) as
-    flagprop's ``{"ops": {"enable": "flag_gems"}}`` targets do: ``src`` (a
-    FlagGems ``src/`` folder) first on sys.path, then
-    ``flag_gems.only_enable`` for the functions ``_FULL_CONFIG`` maps those
-    names to (``flag_gems.enable`` on a FlagGems without ``only_enable``,
-    which registers every kernel). Returns (the torch.library.Library that
-    must stay alive, the op names enabled). Raises ImportError when
-    flag_gems does not import."""
-    import torch
+    """Registers FlagGems' kernels for ``ops`` (ATen overload names) exactly
+    as flagprop's ``{"ops": {"enable": "flag_gems"}}`` targets do, with
+    flagprop's own ``flagprop.ops.setup``, ``src`` (a FlagGems ``src/``
+    folder) first on sys.path. Returns the op names enabled. Raises
+    ImportError when flag_gems does not import."""
     sys.path.insert(0, os.path.abspath(src))
-    import flag_gems
-    config = getattr(flag_gems, "_FULL_CONFIG", ())
-    wanted = set(ops)
-    lib = torch.library.Library("aten", "IMPL")
-    if hasattr(flag_gems, "only_enable"):
-        funcs = sorted({item[1].__name__ for item in config if len(item) >= 2 and item[0] in wanted})
-        flag_gems.only_enable(lib=lib, include=funcs)
-        return lib, sorted({item[0] for item in config if len(item) >= 2 and item[0] in wanted})
-    flag_gems.enable(lib=lib)
-    return lib, ["(every FlagGems kernel: flag_gems.enable)"]
+    from flagprop import ops as flagprop_ops  # the library stays alive in flagprop.ops
+    return flagprop_ops.setup({"ops": {"kind": "aten", "enable": "flag_gems"}}, ops)["enabled"]
 
 
 def hypothesis_worker(args):
@@ -318,9 +306,8 @@ def hypothesis_worker(args):
     import hypothesis
     import torch
     out = {"version": hypothesis.__version__, "torch": torch.__version__, "enabled": [], "ops": {}}
-    keep = None
     if args.flaggems_src:
-        keep, out["enabled"] = enable_flag_gems(args.flaggems_src, args.ops)
+        out["enabled"] = enable_flag_gems(args.flaggems_src, args.ops)
     tests = _hypothesis_tests(args.device, args.dtype, args.cases)
     for op in args.ops:
         if op not in tests:
@@ -342,7 +329,6 @@ def hypothesis_worker(args):
                           "status": status, "error": error,
                           "mean_output_elements": sum(sizes) / len(sizes) if sizes else 0.0,
                           "output_elements_over_1000": sum(1 for n in sizes if n > 1000)}
-    del keep
     with open(args.worker_out, "w") as f:
         json.dump(out, f, indent=1)
     return 0

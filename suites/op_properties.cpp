@@ -279,10 +279,7 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
   std::vector<PropertyRun> runs;
   std::vector<std::string> names;
   const gen::LayoutLimits lim = limitsOf(t);
-  std::vector<std::string> opNames = t.catalogOps;
-  if (opNames.empty())
-    for (const auto& entry : catalog()) opNames.push_back(entry.name);
-  for (const auto& name : opNames) {
+  for (const auto& name : targetOpNames(t)) {
     const OpEntry* found = findOp(name);
     if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
       const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];

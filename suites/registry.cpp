@@ -79,6 +79,13 @@ std::string neverRun(const Target& t, const std::string& key, const std::vector<
 
 }  // namespace
 
+std::vector<std::string> targetOpNames(const Target& t) {
+  std::vector<std::string> ops = t.catalogOps;
+  if (ops.empty())
+    for (const auto& e : catalog()) ops.push_back(e.name);
+  return ops;
+}
+
 std::vector<std::string> targetProperties(const Target& t) {
   const std::string& origin = t.manifestPath;
   for (const auto& p : t.properties) {

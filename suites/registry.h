@@ -45,6 +45,10 @@ std::string checkRunKey(const std::string& key);
 /// property that is not registered.
 std::vector<std::string> targetProperties(const Target& t);
 
+/// The ops `t`'s op properties run over: its `catalog`, else every entry of
+/// the catalog flagprop has (catalog order).
+std::vector<std::string> targetOpNames(const Target& t);
+
 /// A run-time narrowing of what runs (the CLI's --property, --op, --dtype).
 struct Selection {
   std::vector<std::string> properties;  ///< run keys; empty = all

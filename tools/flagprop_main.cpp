@@ -2,6 +2,7 @@
 // process) and writes the report.
 #include "catalog/catalog.h"
 #include "catalog/schema_ops.h"
+#include "core/dtypes.h"
 #include "core/files.h"
 #include "core/tensor_bridge.h"
 #include "reports/plots.h"
@@ -393,13 +394,11 @@ struct Planned {
 // property is taken when some op of the target's catalog and some dtype
 // (its own list, or any) is.
 std::pair<std::vector<std::string>, size_t> selectedRuns(const Target& t, const Selection& sel) {
-  std::vector<std::string> ops = t.catalogOps;
-  if (ops.empty())
-    for (const auto& e : catalog()) ops.push_back(e.name);
+  const std::vector<std::string> ops = targetOpNames(t);
   // A target without dtypes runs each op's own list: any dtype flagprop knows may be among them.
-  const std::vector<std::string> dtypes =
-      t.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16", "int32", "int64", "float64", "bool"}
-                       : t.dtypes;
+  std::vector<std::string> dtypes = t.dtypes;
+  if (dtypes.empty())
+    for (const auto& d : flagprop::dtypes()) dtypes.push_back(d.name);
   std::vector<std::string> props;
   std::set<std::string> opsTaken;
   for (const auto& id : targetProperties(t)) {
@@ -643,9 +642,7 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
     }
     return e;
   };
-  std::vector<std::string> ops = planned.target->catalogOps;
-  if (ops.empty())
-    for (const auto& e : catalog()) ops.push_back(e.name);
+  std::vector<std::string> ops = targetOpNames(*planned.target);
   if (!cli.target.selection.ops.empty()) {
     std::vector<std::string> kept;
     for (const auto& o : ops)

@@ -26,6 +26,8 @@
 #          within --budget $FLAGPROP_BUDGET s (default 420); a coverage table and the failures, one line each
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
+#   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
+#          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
 #   sandbox-cost  the sandbox's cost per case on the CPU mocks and with FlagGems (and Triton) imported
 #   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
 #          py-spy wheel); prints the top functions (bench/pyspy_top.py)
@@ -107,6 +109,32 @@ run_ops() {  # run_ops NAME MANIFEST...: every catalog op, in parallel groups
   summary "${dirs[@]}"
   for d in "${dirs[@]}"; do reproducers "$d"; done
 }
+op_rates() {  # op_rates REPORT_JSON: per P5 run its cases/s and where a case's time went; what --precompile did
+  $PY - "$1" <<'PYEOF'
+import json, sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    pre = t.get("precompile")
+    if pre:
+        print("precompile: %d of %d calls in %d processes, %.1f s, %d compilations; stopped: %s; errors: %s" % (
+              pre["ran"], pre["cases"], pre["workers"], pre["seconds"], pre["compilations"], pre["stopped"], pre["errors"][:2]))
+    total = sum(r["seconds"] for r in t["results"]) + (pre or {}).get("seconds", 0)
+    cases = sum(r["observations"].get("stats", {}).get("cases_executed", 0) for r in t["results"])
+    print("all ops: %d cases in %.1f s of runs%s: %.1f cases/s" % (cases, total, " and precompile" if pre else "", cases / max(total, 1e-9)))
+    for r in t["results"]:
+        st = r["observations"].get("stats", {})
+        sh, hs = st.get("share", {}), st.get("harness_share", {})
+        n = st.get("cases_executed", 0)
+        print("%-20s %-6s %4d cases %7.1f cases/s %7.0f us/case  reference %4.0f%%  device op %4.0f%%  harness %4.0f%% "
+              "(inputs %3.0f%%, verdicts %3.0f%%, sandbox %3.0f%%, other %3.0f%%)  compiles/100 %.0f" % (
+              r["op"], r["status"], n, n / max(r["seconds"], 1e-9), st.get("us_per_case", 0),
+              100 * sh.get("reference", 0), 100 * sh.get("device_op", 0), 100 * sh.get("harness", 0),
+              100 * hs.get("inputs", 0), 100 * hs.get("verdicts", 0), 100 * hs.get("sandbox", 0),
+              100 * hs.get("other", 0), st.get("compilations_per_100_cases", 0)))
+        sb = st.get("sandbox", {})
+        print("%-20s sandbox reused its snapshot in %d cases; walked sys.modules: %s" % (
+              "", sb.get("reused", 0), json.dumps(sb.get("walked", {}))))
+PYEOF
+}
 WARM_OPS=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
           --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
 for MODE in "$@"; do
@@ -166,29 +194,25 @@ for MODE in "$@"; do
       echo "== profile: exit $?"
       $PY bench/pyspy_top.py "$OUTDIR/profile.txt" 45 ;;
     warm)  # P5 on six ops, float32, $FLAGPROP_CASES (default 200) cases: a cold run, then the same warm
-      ops=("${WARM_OPS[@]}")
       rm -rf "$OUTDIR/warm-cache"
       for pass in cold warm; do
-        $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" "${ops[@]}" --triton-cache "$OUTDIR/warm-cache" \
+        $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" "${WARM_OPS[@]}" --triton-cache "$OUTDIR/warm-cache" \
           --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/$pass" >"$OUTDIR/$pass.log" 2>&1
         echo "== $pass: exit $?"
-        $PY - "$OUTDIR/$pass/report.json" <<'PYEOF'
-import json, sys
-for t in json.load(open(sys.argv[1]))["targets"]:
-    for r in t["results"]:
-        st = r["observations"].get("stats", {})
-        sh, hs = st.get("share", {}), st.get("harness_share", {})
-        n = st.get("cases_executed", 0)
-        print("%-20s %-6s %4d cases %7.1f cases/s %7.0f us/case  reference %4.0f%%  device op %4.0f%%  harness %4.0f%% "
-              "(inputs %3.0f%%, verdicts %3.0f%%, sandbox %3.0f%%, other %3.0f%%)  compiles/100 %.0f" % (
-              r["op"], r["status"], n, n / max(r["seconds"], 1e-9), st.get("us_per_case", 0),
-              100 * sh.get("reference", 0), 100 * sh.get("device_op", 0), 100 * sh.get("harness", 0),
-              100 * hs.get("inputs", 0), 100 * hs.get("verdicts", 0), 100 * hs.get("sandbox", 0),
-              100 * hs.get("other", 0), st.get("compilations_per_100_cases", 0)))
-        sb = st.get("sandbox", {})
-        print("%-20s sandbox reused its snapshot in %d cases; walked sys.modules: %s" % (
-              "", sb.get("reused", 0), json.dumps(sb.get("walked", {}))))
-PYEOF
+        op_rates "$OUTDIR/$pass/report.json"
+      done ;;
+    cold-precompile)  # the warm mode's six ops cold (empty Triton and FlagGems caches), without and with
+      # --precompile $FLAGPROP_PRECOMPILE (default 14): the whole run's wall time and each op's rate
+      for variant in plain precompile; do
+        pre=()
+        [ $variant = precompile ] && pre=(--precompile "${FLAGPROP_PRECOMPILE:-14}")
+        rm -rf "$OUTDIR/cold-$variant-cache" "$OUTDIR/cold-$variant-flaggems"
+        t0=$SECONDS
+        FLAGGEMS_CACHE_DIR="$OUTDIR/cold-$variant-flaggems" $FP run --seed 5 --cases "${FLAGPROP_CASES:-200}" \
+          "${WARM_OPS[@]}" "${pre[@]}" --triton-cache "$OUTDIR/cold-$variant-cache" \
+          --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/cold-$variant" >"$OUTDIR/cold-$variant.log" 2>&1
+        echo "== cold, $variant: exit $? in $((SECONDS - t0)) s (the whole flagprop run)"
+        op_rates "$OUTDIR/cold-$variant/report.json"
       done ;;
     draft-repros)  # the reproducer of each bug-report draft of the all-ops run, 8 at once
       grep -ho 'reproducers/repro_[^ )`]*\.py' "$OUTDIR"/all/drafts/[0-9]*.md 2>/dev/null | sort -u | head -"${FLAGPROP_REPROS:-40}" |

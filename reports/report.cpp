@@ -416,6 +416,15 @@ std::string renderMarkdown(const json& report) {
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
+    if (t.contains("precompile")) {
+      const json& c = t.at("precompile");
+      md << "compiled ahead (--precompile): " << c.value("ran", 0) << " of " << c.value("cases", 0) << " palette calls in "
+         << c.value("workers", 0) << " processes, " << fixed(c.value("seconds", 0.0), 1) << " s, "
+         << c.value("compilations", 0) << " Triton compilations";
+      if (c.value("failed", 0) > 0) md << "; " << c.value("failed", 0) << " raised (the run judged them)";
+      for (const auto& w : c.value("stopped", json::array())) md << "; " << w.get<std::string>();
+      md << "\n\n";
+    }
     if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
       const json& c = t.at("captured_output");
       md << "<details><summary>the code under test printed " << c.value("lines", 0) << " line(s), "

@@ -2,6 +2,7 @@
 
 #include "catalog/catalog.h"
 #include "core/files.h"
+#include "runner/precompile.h"
 
 #include <gtest/gtest.h>
 
@@ -237,6 +238,22 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
   }
   if (!opts.resumeFrom.empty()) resume(opts.resumeFrom, runs, doc);
   if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
+  if (opts.precompileWorkers > 0) {
+    if (opts.progressFd >= 0) {
+      const std::string line = "\r\033[K[" + doc["name"].get<std::string>() + "] compiling ahead in " +
+                               std::to_string(opts.precompileWorkers) + " processes";
+      [[maybe_unused]] const auto n = write(opts.progressFd, line.data(), line.size());
+    }
+    const json pre = precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds});
+    if (!pre.is_null()) {
+      doc["precompile"] = pre;
+      if (opts.verbose)
+        std::cout << "[" << doc["name"].get<std::string>() << "] compiled ahead: " << pre.value("ran", 0) << " of "
+                  << pre.value("cases", 0) << " calls in " << pre.value("workers", 0) << " processes, "
+                  << static_cast<int>(pre.value("seconds", 0.0)) << " s" << std::endl;
+      if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
+    }
+  }
   runAsTests(runs, *session, doc, opts, sink);
   if (opts.progressFd >= 0) [[maybe_unused]] const auto n = write(opts.progressFd, "\r\033[K", 4);
   doc["complete"] = true;  // the parent tells a finished target from one that died

@@ -38,6 +38,11 @@ struct TargetRunOptions {
   /// When >= 0, a file descriptor of a terminal: a progress line (target,
   /// run, cases done, elapsed s) is rewritten on it in place as cases run.
   int progressFd = -1;
+  /// Worker processes that compile the op runs' kernels before the first
+  /// case (runner/precompile.h; the report's `precompile`); 0: none.
+  int precompileWorkers = 0;
+  /// One pre-compile call's time limit in s (the run's --case-timeout); 0: none.
+  int precompileCaseSeconds = 300;
 };
 
 /// run-target's exit status after a run lost the device: the parent resumes

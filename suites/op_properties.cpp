@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 namespace flagprop {
@@ -316,6 +317,41 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
   }
   if (!runs.empty()) session.setupOps(names);
   return runs;
+}
+
+std::vector<json> precompileCases(const Target& t, const std::vector<PropertyRun>& runs) {
+  const gen::LayoutLimits lim = limitsOf(t);
+  std::vector<json> out;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& r : runs) {
+    if (r.op.empty() || !seen.insert({r.op, r.dtype}).second) continue;
+    const OpEntry* entry = findOp(r.op);
+    if (!entry) continue;
+    std::vector<OpCall> calls;
+    try {
+      if (lim.palette > 0) {
+        calls = buildPalette(*entry, r.dtype, lim);
+      } else {
+        uint64_t seed = 0x5EEDC0DEull;
+        for (char ch : r.op + "/" + r.dtype) seed = (seed ^ static_cast<unsigned char>(ch)) * 0x100000001B3ull;
+        rc::Random random(seed);
+        const auto g = entry->sample({r.dtype, lim});
+        for (int i = 0; i < kFreePrecompileCalls; ++i) {
+          const auto shrinkable = g(random.split(), i * 100 / kFreePrecompileCalls);
+          calls.push_back(shrinkable.value());
+        }
+      }
+    } catch (const std::exception&) {  // a sampler that cannot draw here: its cases compile as they come
+    }
+    for (auto& c : calls) {
+      OpCase one;
+      one.op = r.op;
+      one.dtype = r.dtype;
+      one.calls.push_back(std::move(c));
+      out.push_back(toJson(one));
+    }
+  }
+  return out;
 }
 
 }  // namespace flagprop

@@ -75,4 +75,18 @@ PropertyRun installerRun(TargetSession& session, const PropertyDef& def);
 std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
                                 const Selection& sel);
 
+/// The calls `runs`' op runs will launch most, for compiling their kernels
+/// ahead (runner/precompile.h): for each op and dtype with an op run (in
+/// run order, each once), one case per call of the target's layout palette
+/// (buildPalette), or without a palette kFreePrecompileCalls calls drawn by
+/// the op's sampler at sizes spread over RapidCheck's 0..100 (a function of
+/// the op and dtype). Each case is a P5 case's JSON with one call. Ops
+/// flagprop cannot sample (excluded overloads) and calls that cannot be
+/// drawn are left out.
+std::vector<json> precompileCases(const Target& t, const std::vector<PropertyRun>& runs);
+
+/// Calls per op and dtype that precompileCases draws where the target has
+/// no layout palette.
+constexpr int kFreePrecompileCalls = 16;
+
 }  // namespace flagprop

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -442,3 +443,67 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
 }
 
 }  // namespace
+
+// --precompile N: N worker processes launch the op on the target's layout
+// palette before the first case, each a share of it; the run's own calls
+// are then mostly calls a worker made already (15 of 16 come from the
+// palette), and the report says what the workers did.
+TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
+  const std::string fp = std::string(FLAGPROP_BINARY);
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  const std::string log = (dir / "calls.txt").string();
+  const json manifest = {
+      {"schema", "flagprop.target/1"}, {"name", "precompile"}, {"device", "cpu"}, {"labels", {"cpu"}},
+      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
+               {"globals", {{"CALL_LOG", log}}}}},
+      {"catalog", {"tanh", "add.Tensor"}}, {"properties", {"P5", "P6"}}, {"dtypes", {"float32"}},
+      {"layout_palette", 4}, {"op_cases", 10}};
+  flagprop::writeText((dir / "m.json").string(), manifest.dump());
+  std::string out;
+  ASSERT_EQ(sh(fp + " run --precompile 2 --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " +
+                   (dir / "r").string(),
+               &out),
+            0)
+      << out;
+  const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
+  ASSERT_TRUE(t.contains("precompile")) << t.dump();
+  const json& pre = t.at("precompile");
+  EXPECT_EQ(pre.value("workers", 0), 2) << pre.dump();
+  EXPECT_EQ(pre.value("cases", 0), 8) << pre.dump();  // two ops, a palette of 4 each
+  EXPECT_EQ(pre.value("ran", 0), 8) << pre.dump();
+  EXPECT_TRUE(pre.at("stopped").empty()) << pre.dump();
+  EXPECT_NE(flagprop::readFile((dir / "r" / "report.md").string()).find("compiled ahead (--precompile): 8 of 8 palette calls in 2 processes"),
+            std::string::npos);
+  // Who launched what, in order: every worker call comes before the run's first.
+  std::ifstream in(log);
+  std::set<std::string> workers, precompiled;
+  std::vector<std::string> runCalls;
+  bool runStarted = false;
+  for (std::string line; std::getline(in, line);) {
+    const std::string who = line.substr(0, line.find(' ')), call = line.substr(line.find(' ') + 1);
+    if (who == "run") {
+      runStarted = true;
+      runCalls.push_back(call);
+      continue;
+    }
+    EXPECT_FALSE(runStarted) << "a worker launched after the run began: " << line;
+    workers.insert(who);
+    precompiled.insert(call);
+  }
+  EXPECT_EQ(workers, (std::set<std::string>{"0", "1"}));
+  EXPECT_EQ(precompiled.size(), 8u);
+  ASSERT_FALSE(runCalls.empty());
+  const auto ahead = std::count_if(runCalls.begin(), runCalls.end(), [&](const std::string& c) { return precompiled.count(c) > 0; });
+  EXPECT_GE(ahead * 4, static_cast<long>(runCalls.size()) * 3) << ahead << " of " << runCalls.size() << " run calls were precompiled";
+  // Without --precompile nothing runs ahead and the report has no precompile.
+  fs::remove(log);
+  ASSERT_EQ(sh(fp + " run --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " + (dir / "r").string(), &out), 0)
+      << out;
+  EXPECT_FALSE(load((dir / "r" / "report.json").string()).at("targets").at(0).contains("precompile"));
+  std::ifstream again(log);
+  for (std::string line; std::getline(again, line);) EXPECT_EQ(line.rfind("run ", 0), 0u) << line;
+  EXPECT_EQ(sh(fp + " run --precompile x --manifest " + (dir / "m.json").string(), &out), 2) << out;
+  flagprop::removeTree(dir.string());
+}

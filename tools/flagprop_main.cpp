@@ -95,6 +95,11 @@ run options (--opt value or --opt=value):
                       left are reported as not run
   --triton-cache DIR  Triton's cache folder for the targets (TRITON_CACHE_DIR): keep
                       it between runs and CI jobs so that nothing compiles twice
+  --precompile N      before a target's first op case, N processes launch its op
+                      on the layout palette's calls (16 sampled calls per op and
+                      dtype without a palette), so that Triton compiles those
+                      kernels N at a time into the cache the run then reads
+                      (default 0: none; the report's precompile says what they did)
   --list              print the targets that would run and what each runs; run nothing
   --quiet             no progress line (there is none either when stdout is not a
                       terminal): a line per target, its failures, the summary
@@ -175,7 +180,10 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     if (v.empty()) return "--report-dir needs a folder";
     cli.reportDir = v;
   }
-  else if (opt == "--jobs") {
+  else if (opt == "--precompile") {
+    if (!number(v, n) || n > 256) return "--precompile needs a number of processes from 0 (none) to 256";
+    cli.target.precompileWorkers = static_cast<int>(n);
+  } else if (opt == "--jobs") {
     if (!number(v, n) || n == 0 || n > 256) return "--jobs needs a number of processes from 1 to 256";
     cli.jobs = static_cast<int>(n);
   } else if (opt == "--devices") {
@@ -269,7 +277,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     static const std::vector<std::string> known = {
         "--manifest", "--report-dir", "--target", "--property", "--op",       "--dtype",        "--cases",
         "--seed",     "--reproduce",  "--timeout", "--jobs",    "--devices",  "--triton-cache", "--budget",
-        "--case-timeout", "--out",    "--repro-dir", "--resume", "--console-fd"};
+        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
@@ -326,6 +334,7 @@ int runTargetCommand(const Cli& cli) {
     writeText(outPath, jsonText(doc));
   };
   TargetRunOptions opts = cli.target;
+  opts.precompileCaseSeconds = cli.caseTimeoutSeconds;
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
     static __gnu_cxx::stdio_filebuf<char> console(cli.consoleFd, std::ios::out);
     std::cout.rdbuf(&console);
@@ -378,6 +387,9 @@ std::vector<std::string> childArgs(const Cli& cli, const std::string& self, cons
   for (const auto& p : cli.target.selection.ops) a.insert(a.end(), {"--op", p});
   for (const auto& p : cli.target.selection.dtypes) a.insert(a.end(), {"--dtype", p});
   if (cli.target.unverified) a.push_back("--unverified");
+  if (cli.target.precompileWorkers > 0)
+    a.insert(a.end(), {"--precompile", std::to_string(cli.target.precompileWorkers), "--case-timeout",
+                       std::to_string(cli.caseTimeoutSeconds)});
   return a;
 }
 

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <thread>
 
 #include <unistd.h>
 
@@ -48,20 +47,16 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
     std::string pythonPath;
     for (const auto& f : pythonFolders()) pythonPath += (pythonPath.empty() ? "" : ":") + fs::absolute(f).string();
     if (const char* p = std::getenv("PYTHONPATH"); p && *p) pythonPath += std::string(":") + p;
-    std::vector<ChildResult> results(n);
-    std::vector<std::thread> threads;
+    std::vector<ChildSpec> specs;
     for (int k = 0; k < n; ++k) {
-      const std::string result = (dir / ("worker-" + std::to_string(k) + ".json")).string();
-      const std::vector<std::string> args = {FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k),
-                                             std::to_string(n), result};
-      const std::vector<std::string> env = {"PYTHONPATH=" + pythonPath,
-                                            "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k)};
-      const std::string capture = (dir / ("worker-" + std::to_string(k) + ".txt")).string();
-      threads.emplace_back([&results, k, args, env, capture, result, &opts] {
-        results[k] = runChild(args, opts.totalSeconds, capture, env, CaseWatch{result + ".inflight", opts.caseSeconds});
-      });
+      const std::string base = (dir / ("worker-" + std::to_string(k))).string();
+      specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k), std::to_string(n),
+                        base + ".json"},
+                       base + ".txt",
+                       {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k)},
+                       CaseWatch{base + ".json.inflight", opts.caseSeconds}});
     }
-    for (auto& t : threads) t.join();
+    const std::vector<ChildResult> results = runChildren(specs, opts.totalSeconds);
     std::vector<std::string> captures;
     for (int k = 0; k < n; ++k) {
       const std::string base = (dir / ("worker-" + std::to_string(k))).string();

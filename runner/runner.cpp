@@ -267,74 +267,112 @@ volatile sig_atomic_t gStop = 0;
 void requestStop() { gStop = 1; }
 bool stopRequested() { return gStop != 0; }
 
-ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath,
-                     const std::vector<std::string>& env, const CaseWatch& watch) {
+namespace {
+
+// Starts one child as runChild describes; its pid, or 0 when it could not start.
+pid_t spawnChild(const ChildSpec& c) {
   std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
-  ChildResult r;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (!capturePath.empty()) {
+  if (!c.capturePath.empty()) {
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, 3);  // the console, for the progress line
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, c.capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   }
   std::vector<std::string> envStore;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     bool overridden = false;
-    for (const auto& o : env) overridden |= kv.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
+    for (const auto& o : c.env) overridden |= kv.compare(0, o.find('=') + 1, o, 0, o.find('=') + 1) == 0;
     if (!overridden) envStore.push_back(kv);
   }
-  for (const auto& o : env) envStore.push_back(o);
+  for (const auto& o : c.env) envStore.push_back(o);
   std::vector<char*> envp;
   for (auto& e : envStore) envp.push_back(e.data());
   envp.push_back(nullptr);
   const int spawned = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (spawned != 0) return r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
-  int status = 0;
-  std::string lastCase;  // the in-flight case seen last, and since when
-  auto caseSince = std::chrono::steady_clock::now(), lastLook = caseSince;
-  const auto stop = [&](bool* flag) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    *flag = true;
+  return spawned == 0 ? pid : 0;
+}
+
+}  // namespace
+
+ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, const std::string& capturePath,
+                     const std::vector<std::string>& env, const CaseWatch& watch) {
+  return runChildren({ChildSpec{args, capturePath, env, watch}}, timeoutSeconds).at(0);
+}
+
+std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int timeoutSeconds) {
+  struct Running {
+    pid_t pid = 0;
+    int status = 0;
+    bool done = false;
+    std::string lastCase;  // the in-flight case seen last, and since when
+    std::chrono::steady_clock::time_point caseSince, lastLook;
   };
-  while (waitpid(pid, &status, WNOHANG) != pid) {
+  std::vector<ChildResult> results(children.size());
+  std::vector<Running> run(children.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < children.size(); ++i) {
+    run[i].pid = spawnChild(children[i]);
+    run[i].done = run[i].pid == 0;
+    run[i].caseSince = run[i].lastLook = start;
+  }
+  const auto deadline = start + std::chrono::seconds(timeoutSeconds);
+  for (;;) {
+    bool left = false;
     const auto now = std::chrono::steady_clock::now();
-    if (now > deadline) {
-      stop(&r.timedOut);
-      break;
-    }
-    if (gStop) {
-      stop(&r.stopped);
-      break;
-    }
-    if (watch.caseSeconds > 0 && now - lastLook > std::chrono::milliseconds(500)) {
-      lastLook = now;
-      std::string fly;
-      try {
-        fly = readFile(watch.inflightPath);
-      } catch (const std::exception&) {
+    for (size_t i = 0; i < children.size(); ++i) {
+      Running& c = run[i];
+      if (c.done) continue;
+      if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.done = true;
+        continue;
       }
-      if (fly != lastCase) {
-        lastCase = fly;
-        caseSince = now;
-      } else if (!fly.empty() && now - caseSince > std::chrono::seconds(watch.caseSeconds)) {
-        r.caseTimedOut = true;
-        stop(&r.timedOut);
-        break;
+      const auto stop = [&](bool* flag) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, &c.status, 0);
+        c.done = *flag = true;
+      };
+      if (now > deadline) {
+        stop(&results[i].timedOut);
+        continue;
       }
+      if (gStop) {
+        stop(&results[i].stopped);
+        continue;
+      }
+      const CaseWatch& watch = children[i].watch;
+      if (watch.caseSeconds > 0 && now - c.lastLook > std::chrono::milliseconds(500)) {
+        c.lastLook = now;
+        std::string fly;
+        try {
+          fly = readFile(watch.inflightPath);
+        } catch (const std::exception&) {
+        }
+        if (fly != c.lastCase) {
+          c.lastCase = fly;
+          c.caseSince = now;
+        } else if (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds)) {
+          results[i].caseTimedOut = true;
+          stop(&results[i].timedOut);
+          continue;
+        }
+      }
+      left = true;
     }
+    if (!left) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (run[i].pid == 0) continue;
+    if (WIFEXITED(run[i].status)) results[i].exitCode = WEXITSTATUS(run[i].status);
+    if (WIFSIGNALED(run[i].status)) results[i].signal = WTERMSIG(run[i].status);
+  }
+  return results;
 }
 
 json capturedOutput(const std::string& path, size_t keep) { return capturedOutput(std::vector<std::string>{path}, keep); }

@@ -97,6 +97,20 @@ bool stopRequested();
 ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "",
                      const std::vector<std::string>& env = {}, const CaseWatch& watch = {});
 
+/// One child of runChildren: runChild's arguments.
+struct ChildSpec {
+  std::vector<std::string> argv;
+  std::string capturePath;
+  std::vector<std::string> env;
+  CaseWatch watch;
+};
+
+/// Runs every child of `children` at once, as runChild runs one, from this
+/// thread (one loop polls them all; no threads), and waits for all of them,
+/// each at most `timeoutSeconds`. Returns their results in order; a child
+/// that could not be started has exitCode -1.
+std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int timeoutSeconds);
+
 /// What a target process printed (a runChild capture file), for the
 /// report: {"lines": total lines, "distinct": [{"text", "count"}] (the
 /// `keep` most frequent, first seen first among equals), "tail": the last

@@ -30,7 +30,13 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
               {"stopped", json::array()}, {"errors", json::array()}};
   std::error_code ec;
   const fs::path dir = fs::temp_directory_path() / ("flagprop-precompile-" + std::to_string(getpid()));
-  fs::remove_all(dir, ec);
+  const auto remove = [&] {
+    try {
+      removeTree(dir.string());  // not std::filesystem::remove_all: see removeTree
+    } catch (const std::exception&) {
+    }
+  };
+  remove();
   fs::create_directories(dir, ec);
   try {
     const std::string job = (dir / "job.json").string();
@@ -85,7 +91,7 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   } catch (const std::exception& e) {
     out["stopped"].push_back(std::string("the workers could not start: ") + e.what());
   }
-  fs::remove_all(dir, ec);
+  remove();
   out["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

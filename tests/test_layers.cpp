@@ -71,4 +71,44 @@ TEST(Layers, TheCheckCatchesABackEdge) {
   flagprop::removeTree(root.string());
 }
 
+// "file:line" for every call of std::filesystem::remove_all in flagprop's
+// sources under `root` (its layers and tools/): flagprop links libtorch, and
+// libtorch 2.x exports its own std::filesystem::remove_all, which crashed a
+// process with torch 2.11 loaded on an H200 (core/files.h, removeTree).
+std::vector<std::string> removeAllCalls(const fs::path& root) {
+  static const std::regex call(R"re(\bremove_all\s*\()re");
+  std::vector<std::string> out;
+  std::vector<std::string> folders = kLayers;
+  folders.push_back("tools");
+  for (const auto& folder : folders) {
+    if (!fs::is_directory(root / folder)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / folder)) {
+      const auto ext = e.path().extension();
+      if (ext != ".h" && ext != ".cpp") continue;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n) {
+        const std::string code = line.substr(0, line.find("//"));
+        if (std::regex_search(code, call)) out.push_back(fs::relative(e.path(), root).string() + ":" + std::to_string(n));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Layers, NoStdFilesystemRemoveAll) {
+  std::string all;
+  for (const auto& c : removeAllCalls(FLAGPROP_SOURCE_DIR)) all += c + "\n";
+  EXPECT_TRUE(all.empty()) << "use flagprop::removeTree (core/files.h) instead:\n" << all;
+}
+
+TEST(Layers, TheRemoveAllCheckCatchesACall) {
+  const fs::path root = fs::temp_directory_path() / "flagprop-remove-all-teeth";
+  flagprop::removeTree(root.string());
+  fs::create_directories(root / "runner");
+  std::ofstream(root / "runner" / "x.cpp") << "// fs::remove_all(dir) is not used\nvoid f() {\n  fs::remove_all(dir, ec);\n}\n";
+  EXPECT_EQ(removeAllCalls(root), (std::vector<std::string>{"runner/x.cpp:3"}));
+  flagprop::removeTree(root.string());
+}
+
 }  // namespace

@@ -23,9 +23,10 @@ cases it runs, on one device:
 
 Each of 1 and 2 runs twice, each time in a fresh process: cold (an empty
 ``TRITON_CACHE_DIR`` and ``FLAGGEMS_CACHE_DIR``, so every Triton kernel
-compiles) and warm (the same caches kept). With ``--precompile N`` flagprop
-runs with ``--precompile N`` and each op's seconds include an equal part of
-the workers' wall time. On the CPU the two differ only by what the first process leaves
+compiles) and warm (the same caches kept). With ``--precompile N`` the cold
+flagprop run has ``--precompile N`` and each op's seconds include an equal
+part of the workers' wall time (the warm runs have none: on a warm cache the
+workers' start-up is pure cost). On the CPU the two differ only by what the first process leaves
 in the operating system's caches. Every process first runs a warm-up op
 (``--warmup-op``, default relu, the same number of cases), left out of the
 table: it takes the process's one-time start-up (the device context, lazy
@@ -398,7 +399,7 @@ def write_manifest(args, folder):
     return path, m
 
 
-def run_flagprop(args, binary, manifest, report_dir, env):
+def run_flagprop(args, binary, manifest, report_dir, env, precompile=0):
     """One ``flagprop run`` of P5 for every op of ``args`` into
     ``report_dir``. Returns {"wall_s": process wall time (s), "exit": exit
     status, "ops": {op: {"cases", "seconds" (s, the op's run in the target
@@ -408,8 +409,8 @@ def run_flagprop(args, binary, manifest, report_dir, env):
     report.json was written."""
     cmd = [binary, "run", "--manifest", manifest, "--cases", str(args.cases), "--seed", str(args.seed),
            "--report-dir", report_dir, "--timeout", str(args.timeout)]
-    if args.precompile:
-        cmd += ["--precompile", str(args.precompile)]
+    if precompile:
+        cmd += ["--precompile", str(precompile)]
     for op in run_ops(args):
         cmd += ["--property", "P5/%s/%s" % (op, args.dtype)]
     t0 = time.perf_counter()
@@ -640,8 +641,8 @@ def parse_args(argv):
     p.add_argument("--layout-palette", type=int, default=None,
                    help="flagprop's layout_palette (default 16 on a non-CPU device, off on cpu; 0: off)")
     p.add_argument("--precompile", type=int, default=0, metavar="N",
-                   help="flagprop run --precompile N: N processes compile the palette's kernels before the cases; "
-                        "their wall time is charged to the ops in equal parts (default 0: none)")
+                   help="the cold flagprop run with --precompile N: N processes compile the palette's kernels "
+                        "before the cases; their wall time is charged to the ops in equal parts (default 0: none)")
     p.add_argument("--repeat", type=int, default=1,
                    help="warm runs of each; the table gives each op's median (default 1)")
     p.add_argument("--warmup-op", default="relu",
@@ -694,7 +695,9 @@ def main(argv=None):
         manifest, content = write_manifest(args, scratch)
         result["flagprop"] = {"binary": binary, "manifest": content}
         print("flagprop: %s (manifest %s)" % (binary, manifest), file=sys.stderr, flush=True)
-        fp = cold_warm(lambda env, tag: run_flagprop(args, binary, manifest, os.path.join(scratch, "report-" + tag), env),
+        # --precompile is for a cold cache: on a warm one its workers' start-up is pure cost.
+        fp = cold_warm(lambda env, tag: run_flagprop(args, binary, manifest, os.path.join(scratch, "report-" + tag), env,
+                                                     args.precompile if tag == "cold" else 0),
                        scratch, "flagprop", args.repeat)
         result["flagprop"].update(fp)
         print("hypothesis: %s" % args.python, file=sys.stderr, flush=True)

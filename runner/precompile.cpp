@@ -28,17 +28,17 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   const int n = std::min<int>(opts.workers, static_cast<int>(cases.size()));
   json out = {{"workers", n}, {"cases", cases.size()}, {"ran", 0}, {"failed", 0}, {"compilations", 0},
               {"stopped", json::array()}, {"errors", json::array()}};
-  std::error_code ec;
-  const fs::path dir = fs::temp_directory_path() / ("flagprop-precompile-" + std::to_string(getpid()));
+  fs::path dir;
   const auto remove = [&] {
     try {
-      removeTree(dir.string());  // not std::filesystem::remove_all: see removeTree
+      if (!dir.empty()) removeTree(dir.string());  // not std::filesystem::remove_all: see removeTree
     } catch (const std::exception&) {
     }
   };
-  remove();
-  fs::create_directories(dir, ec);
   try {
+    std::string scratch = (fs::temp_directory_path() / "flagprop-precompile-XXXXXX").string();
+    if (!mkdtemp(scratch.data())) throw std::runtime_error("cannot make a folder in " + fs::temp_directory_path().string());
+    dir = scratch;
     const std::string job = (dir / "job.json").string();
     writeText(job, json{{"target", session.targetJson()},
                         {"gates", toJson(session.target().defaultGates())},
@@ -59,7 +59,8 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
       specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k), std::to_string(n),
                         base + ".json"},
                        base + ".txt",
-                       {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k)},
+                       {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
+                        "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},
                        CaseWatch{base + ".json.inflight", opts.caseSeconds}});
     }
     const std::vector<ChildResult> results = runChildren(specs, opts.totalSeconds);

@@ -18,7 +18,7 @@ namespace flagprop {
 struct PrecompileOptions {
   int workers = 0;          ///< worker processes; 0: do nothing
   int caseSeconds = 300;    ///< one call's time limit in s (a worker stuck longer is stopped); 0: none
-  int totalSeconds = 3600;  ///< every worker is stopped after this many s
+  int totalSeconds = 3600;  ///< every worker is stopped after this many s (run-target: a quarter of its --timeout)
 };
 
 /// Runs `opts.workers` processes of `python3 -m flagprop.precompile` (the

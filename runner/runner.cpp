@@ -149,6 +149,7 @@ void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) 
   } catch (const std::exception&) {
     return;  // nothing was written: run everything
   }
+  if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   std::set<std::string> done;
   std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
   for (const auto& r : before.value("results", json::array())) {
@@ -238,13 +239,14 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
   }
   if (!opts.resumeFrom.empty()) resume(opts.resumeFrom, runs, doc);
   if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
-  if (opts.precompileWorkers > 0) {
+  // Not again in a process resumed after a crash: the first one's workers filled the cache.
+  if (opts.precompileWorkers > 0 && opts.resumeFrom.empty()) {
     if (opts.progressFd >= 0) {
       const std::string line = "\r\033[K[" + doc["name"].get<std::string>() + "] compiling ahead in " +
                                std::to_string(opts.precompileWorkers) + " processes";
       [[maybe_unused]] const auto n = write(opts.progressFd, line.data(), line.size());
     }
-    const json pre = precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds});
+    const json pre = precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
     if (!pre.is_null()) {
       doc["precompile"] = pre;
       if (opts.verbose)

@@ -39,10 +39,14 @@ struct TargetRunOptions {
   /// run, cases done, elapsed s) is rewritten on it in place as cases run.
   int progressFd = -1;
   /// Worker processes that compile the op runs' kernels before the first
-  /// case (runner/precompile.h; the report's `precompile`); 0: none.
+  /// case (runner/precompile.h; the report's `precompile`); 0: none. Not
+  /// used by a resumed process (resumeFrom set).
   int precompileWorkers = 0;
   /// One pre-compile call's time limit in s (the run's --case-timeout); 0: none.
   int precompileCaseSeconds = 300;
+  /// The workers' wall-time limit in s: a quarter of the target process's
+  /// own limit, so that a hanging call leaves the runs their time.
+  int precompileSeconds = 3600;
 };
 
 /// run-target's exit status after a run lost the device: the parent resumes

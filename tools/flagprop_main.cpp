@@ -335,6 +335,7 @@ int runTargetCommand(const Cli& cli) {
   };
   TargetRunOptions opts = cli.target;
   opts.precompileCaseSeconds = cli.caseTimeoutSeconds;
+  opts.precompileSeconds = std::max(1, cli.timeoutSeconds / 4);  // the parent passes this process's --timeout
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
     static __gnu_cxx::stdio_filebuf<char> console(cli.consoleFd, std::ios::out);
     std::cout.rdbuf(&console);
@@ -538,8 +539,11 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     };
     if (budgeted && left <= 0) return stoppedDoc(budgetWhy, false);  // nothing started: the budget is spent
     const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
+    std::vector<std::string> a = args;
+    if (cli.target.precompileWorkers > 0)  // the process's own limit: its workers get a quarter of it
+      a.insert(a.end(), {"--timeout", std::to_string(budgetLimits ? left : cli.timeoutSeconds)});
     const ChildResult r =
-        runChild(args, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
+        runChild(a, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
     if (r.stopped) return stoppedDoc("the run was interrupted; the runs left did not run", true);
     // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
     if (budgetLimits && r.timedOut && !r.caseTimedOut) return stoppedDoc(budgetWhy, true);
@@ -624,6 +628,20 @@ json mergeShards(std::vector<json> shards) {
       for (const auto& r : s.value("results", json::array())) doc["results"].push_back(r);
       for (const char* k : {"crashes", "left_running"})
         for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
+      if (s.contains("precompile")) {  // each shard's workers compiled its own ops' palettes
+        if (!doc.contains("precompile")) {
+          doc["precompile"] = s.at("precompile");
+        } else {
+          json& p = doc["precompile"];
+          const json& q = s.at("precompile");
+          for (const char* f : {"workers", "cases", "ran", "failed", "compilations"}) p[f] = p.value(f, 0) + q.value(f, 0);
+          p["seconds"] = std::max(p.value("seconds", 0.0), q.value("seconds", 0.0));  // the shards ran at once
+          for (const auto& x : q.value("stopped", json::array())) p["stopped"].push_back(x);
+          for (const auto& x : q.value("errors", json::array()))
+            if (p["errors"].size() < 5) p["errors"].push_back(x);
+          p.erase("output");  // one shard's; what the workers printed is per process
+        }
+      }
       if (s.contains("crash")) doc["crash"] = s.at("crash");
       if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
     }

@@ -41,8 +41,9 @@ def _die_with_parent():
         libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
         pass
-    if os.getppid() == 1:  # the parent died before prctl
-        os._exit(1)
+    parent = os.environ.get("FLAGPROP_PRECOMPILE_PARENT")
+    if os.getppid() != (int(parent) if parent else os.getppid()) or os.getppid() == 1:
+        os._exit(1)  # the parent died before prctl (the worker was adopted)
 
 
 def _prepare(target, op_names):

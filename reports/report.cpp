@@ -622,7 +622,10 @@ void printSummary(const json& report, std::ostream& os) {
                           expectedStatusOf(t, r) + ")");
     if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
     if (t.contains("crashes")) os << " (" << t.at("crashes").size() << " process restart(s))";
-    if (t.contains("stopped")) os << " (stopped: --budget ran out)";
+    if (t.contains("stopped"))
+      os << " (stopped: "
+         << (t.value("stopped", std::string()).find("--budget") != std::string::npos ? "--budget ran out" : "interrupted")
+         << ")";
     if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";
   }

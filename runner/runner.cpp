@@ -343,7 +343,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
         stop(&results[i].timedOut);
         continue;
       }
-      if (gStop) {
+      if (gStop && !children[i].finishOnStop) {
         stop(&results[i].stopped);
         continue;
       }

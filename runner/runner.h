@@ -107,6 +107,9 @@ struct ChildSpec {
   std::string capturePath;
   std::vector<std::string> env;
   CaseWatch watch;
+  /// Let it finish after requestStop() (within the time limit): the report
+  /// writer of an interrupted run, so that what ran is still written.
+  bool finishOnStop = false;
 };
 
 /// Runs every child of `children` at once, as runChild runs one, from this

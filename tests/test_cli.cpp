@@ -416,6 +416,9 @@ TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
   flagprop::removeTree(dir.string());
   EXPECT_EQ(sh("timeout --preserve-status -s INT 6 " + fp + " run --seed 3 --report-dir " + dir.string(), &out), 130) << out;
   EXPECT_TRUE(fs::exists(dir / "report.json")) << out;
+  EXPECT_TRUE(fs::exists(dir / "report.html")) << out;  // the report writer finishes after the interruption
+  EXPECT_EQ(out.find("--budget ran out"), std::string::npos) << out;  // no budget was set
+  EXPECT_NE(out.find("(stopped: interrupted)"), std::string::npos) << out;
   std::string left;
   sh("pgrep -f 'run-target.*" + dir.string() + "' || true", &left);
   EXPECT_EQ(left, "") << "a target process outlived the interrupted run";

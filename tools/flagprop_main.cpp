@@ -738,7 +738,9 @@ std::string writeReportFiles(const std::string& dir, const std::vector<std::stri
   const std::string log = (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
   std::error_code ec;
   fs::remove(log, ec);
-  const ChildResult r = runChild(argv, 600, log);
+  ChildSpec writer{argv, log};
+  writer.finishOnStop = true;  // an interrupted run's report is written too
+  const ChildResult r = runChildren({writer}, 600).at(0);
   std::string text;
   try {
     text = readFile(log);

@@ -53,39 +53,76 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
     std::string pythonPath;
     for (const auto& f : pythonFolders()) pythonPath += (pythonPath.empty() ? "" : ":") + fs::absolute(f).string();
     if (const char* p = std::getenv("PYTHONPATH"); p && *p) pythonPath += std::string(":") + p;
-    std::vector<ChildSpec> specs;
-    for (int k = 0; k < n; ++k) {
-      const std::string base = (dir / ("worker-" + std::to_string(k))).string();
-      specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k), std::to_string(n),
-                        base + ".json"},
-                       base + ".txt",
-                       {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
-                        "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},
-                       CaseWatch{base + ".json.inflight", opts.caseSeconds}});
-    }
-    const std::vector<ChildResult> results = runChildren(specs, opts.totalSeconds);
+    // Each worker's share is cases k, k + n, ...; `skip[k]` of them are done
+    // (a worker that died on a call is followed by a fresh one from the next).
+    std::vector<int> skip(n, 0), restarts(n, 0);
+    std::vector<bool> pending(n, true);
     std::vector<std::string> captures;
-    for (int k = 0; k < n; ++k) {
-      const std::string base = (dir / ("worker-" + std::to_string(k))).string();
-      captures.push_back(base + ".txt");
-      const ChildResult& r = results[k];
-      json w;
-      try {
-        w = json::parse(readFile(base + ".json"));
-      } catch (const std::exception&) {
+    for (int k = 0; k < n; ++k) captures.push_back((dir / ("worker-" + std::to_string(k) + ".txt")).string());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts.totalSeconds);
+    for (int round = 0; round <= kPrecompileRestarts; ++round) {
+      std::vector<int> who;
+      std::vector<ChildSpec> specs;
+      for (int k = 0; k < n; ++k) {
+        if (!pending[k]) continue;
+        const std::string base = (dir / ("worker-" + std::to_string(k))).string();
+        ::unlink((base + ".json.inflight").c_str());
+        who.push_back(k);
+        specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k), std::to_string(n),
+                          base + ".json", std::to_string(skip[k])},
+                         captures[k],
+                         {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
+                          "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},
+                         CaseWatch{base + ".json.inflight", opts.caseSeconds}});
       }
-      if (!w.is_object() || r.exitCode != 0 || r.signal || r.timedOut || r.stopped) {
-        const std::string why = r.stopped        ? "stopped with the run"
-                                : r.caseTimedOut ? "stopped: one call ran longer than " + std::to_string(opts.caseSeconds) + " s"
-                                : r.timedOut     ? "stopped after " + std::to_string(opts.totalSeconds) + " s"
-                                : r.signal       ? "died with signal " + std::to_string(r.signal)
-                                                 : "exited with code " + std::to_string(r.exitCode);
+      const int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (specs.empty() || left <= 0) break;
+      const std::vector<ChildResult> results = runChildren(specs, left);
+      for (size_t j = 0; j < who.size(); ++j) {
+        const int k = who[j];
+        const std::string base = (dir / ("worker-" + std::to_string(k))).string();
+        const ChildResult& r = results[j];
+        pending[k] = false;
+        json w;
+        try {
+          w = json::parse(readFile(base + ".json"));
+        } catch (const std::exception&) {
+        }
+        if (w.is_object() && r.exitCode == 0 && !r.signal && !r.timedOut && !r.stopped) {
+          for (const char* f : {"ran", "failed", "compilations"}) out[f] = out[f].get<int>() + w.value(f, 0);
+          for (const auto& e : w.value("errors", json::array()))
+            if (out["errors"].size() < 5) out["errors"].push_back(e);
+          continue;
+        }
+        json fly;  // the call it was on, and its counts before that call
+        try {
+          fly = json::parse(readFile(base + ".json.inflight"));
+        } catch (const std::exception&) {
+        }
+        std::string why = r.stopped        ? "stopped with the run"
+                          : r.caseTimedOut ? "stopped: one call ran longer than " + std::to_string(opts.caseSeconds) + " s"
+                          : r.timedOut     ? "stopped after " + std::to_string(opts.totalSeconds) + " s"
+                          : r.signal       ? "died with signal " + std::to_string(r.signal)
+                                           : "exited with code " + std::to_string(r.exitCode);
+        if (fly.is_object()) {
+          out["ran"] = out["ran"].get<int>() + fly.value("ran", 0);
+          out["failed"] = out["failed"].get<int>() + fly.value("failed", 0) + 1;  // the call it died on
+          const json& c = fly.value("case", json::object());
+          why += " on " + c.value("op", std::string("?")) + " (call " + std::to_string(fly.value("i", 0)) + " of its share)";
+          const int next = fly.value("i", 0) + 1;
+          const int share = (static_cast<int>(cases.size()) - k + n - 1) / n;
+          // A crash or a hang on one call: a fresh worker goes on from the next.
+          if ((r.signal || r.caseTimedOut || r.exitCode != 0) && !r.stopped && !(r.timedOut && !r.caseTimedOut) &&
+              next < share && restarts[k] < kPrecompileRestarts) {
+            skip[k] = next;
+            ++restarts[k];
+            pending[k] = true;
+            why += "; a fresh worker went on";
+          }
+        }
         out["stopped"].push_back("worker " + std::to_string(k) + " " + why);
       }
-      if (!w.is_object()) continue;
-      for (const char* f : {"ran", "failed", "compilations"}) out[f] = out[f].get<int>() + w.value(f, 0);
-      for (const auto& e : w.value("errors", json::array()))
-        if (out["errors"].size() < 5) out["errors"].push_back(e);
     }
     const json printed = capturedOutput(captures, 10);
     if (printed.value("lines", 0) > 0) out["output"] = printed;

@@ -14,6 +14,10 @@
 
 namespace flagprop {
 
+/// How often a worker's share is taken up again by a fresh worker after
+/// one died or hung on a call (from the call after it).
+constexpr int kPrecompileRestarts = 3;
+
 /// How to compile ahead.
 struct PrecompileOptions {
   int workers = 0;          ///< worker processes; 0: do nothing
@@ -27,7 +31,9 @@ struct PrecompileOptions {
 /// inherit this process's environment (TRITON_CACHE_DIR, the visible
 /// devices), so they fill the same caches the runs then read. Nothing they
 /// do is a finding: a call that raises or a worker that dies only means a
-/// kernel compiles later, in the run. Stopped with the run (requestStop).
+/// kernel compiles later, in the run. A worker that dies or hangs on a call
+/// is followed by a fresh one from the next call of its share (at most
+/// kPrecompileRestarts times per worker). Stopped with the run (requestStop).
 ///
 /// Returns the target document's `precompile` object: `workers`, `cases`
 /// (calls), `ran`, `failed` (calls that raised), `compilations` (Triton

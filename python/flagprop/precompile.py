@@ -15,13 +15,16 @@ Nothing here judges: an op that raises, a wrong result or a worker that dies
 only means that a kernel was not compiled ahead (the target's process then
 compiles it, and judges the case, as without workers).
 
-Usage: ``python3 -m flagprop.precompile JOB K N RESULT`` where JOB is a JSON
-file ``{"target": Target::toJson, "gates": {...}, "op_names": [...],
+Usage: ``python3 -m flagprop.precompile JOB K N RESULT [SKIP]`` where JOB is
+a JSON file ``{"target": Target::toJson, "gates": {...}, "op_names": [...],
 "cases": [case...]}``, K the worker's index (0 .. N-1), N the number of
-workers, and RESULT the JSON file written at the end: ``{"worker", "cases",
-"ran", "failed", "compilations", "seconds", "errors": [one line...]}``.
-Before each case the worker writes it to ``RESULT + ".inflight"`` (empty
-between cases), so that its parent can stop a worker stuck on one case.
+workers, SKIP how many calls of its share to leave out (a fresh worker after
+one died: default 0), and RESULT the JSON file written at the end:
+``{"worker", "cases", "ran", "failed", "compilations", "seconds", "errors":
+[one line...]}``. Before each call the worker writes ``{"i": its index in
+the share, "ran", "failed": counts so far, "case"}`` to ``RESULT +
+".inflight"`` (empty between calls), so that its parent can stop a worker
+stuck on one call, and start a fresh one after the call a worker died on.
 """
 
 import ctypes
@@ -74,22 +77,25 @@ def _synchronize(device):
         module.synchronize()
 
 
-def run(job, worker, workers, inflight_path=None):
+def run(job, worker, workers, inflight_path=None, skip=0):
     """Launches the op of every ``workers``-th case of ``job`` from index
-    ``worker`` on fresh device inputs. Returns the result dict (see the
-    module's docstring); ``seconds`` is wall time in s."""
+    ``worker``, less the first ``skip`` of them, on fresh device inputs.
+    Returns the result dict (see the module's docstring); ``seconds`` is
+    wall time in s."""
     from . import ops
 
     t0 = time.perf_counter()
     target, gates = job["target"], job.get("gates") or {}
     mine = job["cases"][worker::workers]
-    out = {"worker": worker, "cases": len(mine), "ran": 0, "failed": 0, "errors": []}
+    out = {"worker": worker, "cases": len(mine) - skip, "ran": 0, "failed": 0, "errors": []}
     _prepare(target, job.get("op_names") or [])
     device = target["device"]
-    for case in mine:
+    for i, case in enumerate(mine):
+        if i < skip:
+            continue
         if inflight_path:
             with open(inflight_path, "w") as f:
-                json.dump(case, f)
+                json.dump({"i": i, "ran": out["ran"], "failed": out["failed"], "case": case}, f)
         try:
             runner = ops.Runner(target, case["op"], gates)
             for call in case["calls"]:
@@ -109,14 +115,14 @@ def run(job, worker, workers, inflight_path=None):
 
 
 def main(argv):
-    if len(argv) != 5:
-        sys.stderr.write("usage: python3 -m flagprop.precompile JOB K N RESULT\n")
+    if len(argv) not in (5, 6):
+        sys.stderr.write("usage: python3 -m flagprop.precompile JOB K N RESULT [SKIP]\n")
         return 2
     _die_with_parent()
     with open(argv[1]) as f:
         job = json.load(f)
     result_path = argv[4]
-    out = run(job, int(argv[2]), int(argv[3]), result_path + ".inflight")
+    out = run(job, int(argv[2]), int(argv[3]), result_path + ".inflight", int(argv[5]) if len(argv) == 6 else 0)
     tmp = result_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f)

@@ -41,6 +41,9 @@ json expectEntries(const json& expect) {
   }
   return out;
 }
+
+// The run key --property takes to replay result `r`.
+std::string replayId(const json& r) { return r.value("key", r.value("property", "")); }
 }  // namespace
 
 json mergeReport(const json& targetsIn, const json& runInfo) {
@@ -48,6 +51,12 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   for (auto& t : targets) {  // each result says what its manifest expects, so readers need not re-derive it
     for (auto& r : t["results"]) {
       if (!r.is_object()) continue;
+      // The one replay command, for report.md, the console, report.html and the drafts alike.
+      if (!r.value("reproduce", std::string()).empty()) r["replay"] = replayCommand(runInfo, t, r);
+      if (r.contains("observations") && r["observations"].is_object() && r["observations"].contains("distinct_failures"))
+        for (auto& d : r["observations"]["distinct_failures"])
+          if (d.is_object() && !d.value("reproduce", std::string()).empty())
+            d["replay"] = replayCommand(runInfo, t, replayId(r), d.value("reproduce", std::string()));
       const std::string want = expectedStatus(t.value("expect", json::object()), r.value("property", ""),
                                               r.value("op", ""), r.value("dtype", ""));
       r["expected"] = want.empty() ? "pass or skip" : want;
@@ -122,7 +131,6 @@ std::string resultLabel(const json& r) {
   return l;
 }
 
-std::string replayId(const json& r) { return r.value("key", r.value("property", "")); }
 
 std::string fixed(double v, int digits) {
   std::ostringstream os;
@@ -474,9 +482,23 @@ std::string matrixCell(const json& t, const std::string& p) {
   return unexpected ? st + "!" : st;
 }
 
+std::string shellQuote(const std::string& s) {
+  static const std::string safe =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
+  if (!s.empty() && s.find_first_not_of(safe) == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
+  return out + "'";
+}
+
+std::string replayCommand(const json& prov, const json& t, const std::string& key, const std::string& reproduce) {
+  return shellQuote(prov.value("flagprop", std::string("flagprop"))) + " run --manifest " +
+         shellQuote(t.value("manifest", "")) + " --property " + shellQuote(key) + " --reproduce " +
+         shellQuote(reproduce) + " --report-dir flagprop-replay";
+}
+
 std::string replayCommand(const json& prov, const json& t, const json& r) {
-  return prov.value("flagprop", std::string("flagprop")) + " run --manifest " + t.value("manifest", "") +
-         " --property " + replayId(r) + " --reproduce '" + r.value("reproduce", "") + "' --report-dir flagprop-replay";
+  return replayCommand(prov, t, replayId(r), r.value("reproduce", ""));
 }
 
 void printTargetResult(const json& t, const json& prov, size_t index, size_t count, double seconds, std::ostream& os,

@@ -49,6 +49,16 @@ std::string matrixCell(const json& target, const std::string& property);
 /// (run --manifest ... --property KEY --reproduce STR), with the flagprop
 /// path from `provenance` (report.json's).
 std::string replayCommand(const json& provenance, const json& target, const json& r);
+/// The same for run key `key` and reproduce string `reproduce` (a distinct
+/// failure's). Every argument is quoted for a POSIX shell as Python's
+/// shlex.quote does. mergeReport writes it into report.json (results[].replay,
+/// distinct_failures[].replay), where report.html and the drafts read it.
+std::string replayCommand(const json& provenance, const json& target, const std::string& key,
+                          const std::string& reproduce);
+
+/// `s` quoted for a POSIX shell: as it is when it holds only [A-Za-z0-9_@%+=:,./-]
+/// (and is not empty), else in single quotes (Python's shlex.quote).
+std::string shellQuote(const std::string& s);
 
 /// What `flagprop run` prints after target `index` (1-based) of `count`
 /// ended: one line (name, each property's matrix cell, seconds), the

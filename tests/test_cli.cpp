@@ -246,6 +246,26 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   EXPECT_EQ(again->at("status"), "fail");
   EXPECT_EQ(again->at("counterexample"), first->at("counterexample"));
   EXPECT_EQ(again->at("cases_run"), 1) << "a replay runs the counterexample only";
+  // report.json's replay command runs as written, even for a manifest path a shell would split.
+  fs::create_directories(dir / "odd");
+  fs::copy(std::string(FLAGPROP_SOURCE_DIR) + "/fixtures", dir / "odd" / "it's fix tures", fs::copy_options::recursive);
+  const std::string odd = (dir / "odd" / "it's fix tures" / "targets" / "merged-int-key.json").string();
+  EXPECT_EQ(sh("cd '" + (dir / "odd").string() + "' && " + std::string(FLAGPROP_BINARY) +
+                   " run --seed 11 --property P4 --report-dir first --manifest \"" + odd + "\"", &out),
+            0)
+      << out;
+  const json oddFirstReport = load((dir / "odd" / "first" / "report.json").string());
+  const json* oddFirst = result(oddFirstReport, "fixture-merged-int-key", "P4");
+  ASSERT_NE(oddFirst, nullptr) << out;
+  const std::string replay = oddFirst->value("replay", "");
+  EXPECT_NE(replay.find(" --manifest '"), std::string::npos) << replay;
+  EXPECT_EQ(sh("cd '" + (dir / "odd").string() + "' && " + replay, &out), 0) << replay << "\n" << out;
+  const json oddAgainReport = load((dir / "odd" / "flagprop-replay" / "report.json").string());
+  const json* oddAgain = result(oddAgainReport, "fixture-merged-int-key", "P4");
+  ASSERT_NE(oddAgain, nullptr) << out;
+  EXPECT_EQ(oddAgain->at("counterexample"), oddFirst->at("counterexample"));
+  EXPECT_EQ(oddAgain->at("cases_run"), 1);
+  flagprop::removeTree(dir.string());
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce 'not a string'", &out), 2);
   EXPECT_NE(out.find("--reproduce: not a reproduce string"), std::string::npos) << out;
 }

@@ -29,7 +29,7 @@ import re
 import shlex
 import sys
 
-from flagprop.htmlreport import compact_json, report_file
+from flagprop.htmlreport import compact_json, replay_command, report_file
 from flagprop.verdicts import finding_kind, shapeless
 
 SCHEMA = "flagprop.report/1"
@@ -206,6 +206,7 @@ def _member(report, target, result, failure, index):
         "reason": f.get("reason", ""),
         "counterexample": f.get("counterexample"),
         "reproduce": f.get("reproduce", ""),
+        "replay": f.get("replay", ""),
         "reproducer": f.get("reproducer") or "",
         "reproducer_error": result.get("reproducer_error", "") if failure is None else "",
         "observations": f.get("observations") if isinstance(f.get("observations"), dict) else {},
@@ -454,11 +455,9 @@ def _reproduce(report, g, report_dir):
             ": " + m["reproducer_error"] if m["reproducer_error"] else ""))
         lines.append("")
     if m["reproduce"]:
-        cmd = [prov.get("flagprop") or "flagprop", "run", "--manifest", m["manifest"], "--property", m["key"],
-               "--reproduce", m["reproduce"], "--report-dir", "flagprop-replay"]
         lines.append("Inside flagprop (RapidCheck's replay of the shrunk case):")
         lines.append("")
-        lines.append(_fence(" ".join(shlex.quote(str(a)) for a in cmd), "sh"))
+        lines.append(_fence(m["replay"] or replay_command(prov, m["manifest"], m["key"], m["reproduce"]), "sh"))
     return "\n".join(lines)
 
 

@@ -588,15 +588,25 @@ def _evidence(obs):
     return '<ul class="ev">%s</ul>' % "".join("<li>%s</li>" % i for i in items) if items else ""
 
 
-def _replay(report, t, key, reproduce, reproducer, reproducer_error=None):
+def replay_command(prov, manifest, key, reproduce):
+    """The flagprop command that replays ``reproduce`` (run key ``key``, the
+    target's ``manifest``), for a report.json written before results carried
+    their ``replay`` (reports/report.cpp ``replayCommand`` writes it now, with
+    the same quoting)."""
+    cmd = [prov.get("flagprop") or "flagprop", "run", "--manifest", manifest, "--property", key,
+           "--reproduce", reproduce, "--report-dir", "flagprop-replay"]
+    return " ".join(shlex.quote(str(a)) for a in cmd)
+
+
+def _replay(report, t, key, reproduce, reproducer, reproducer_error=None, replay=None):
     """How to replay one failure: the flagprop command with its reproduce
-    string and the standalone reproducer's command. Returns HTML."""
+    string (``replay``, report.json's, when given) and the standalone
+    reproducer's command. Returns HTML."""
     prov = report.get("provenance") or {}
     out = []
     if reproduce:
-        cmd = [prov.get("flagprop") or "flagprop", "run", "--manifest", t.get("manifest", ""), "--property", key,
-               "--reproduce", reproduce, "--report-dir", "flagprop-replay"]
-        out.append("<div>replay in flagprop: <code>%s</code></div>" % _e(" ".join(shlex.quote(str(a)) for a in cmd)))
+        cmd = replay or replay_command(prov, t.get("manifest", ""), key, reproduce)
+        out.append("<div>replay in flagprop: <code>%s</code></div>" % _e(cmd))
     if reproducer:
         out.append("<div>standalone reproducer (exit 1: reproduced): <code>%s %s</code></div>"
                    % (_e(prov.get("python") or "python3"), _e(shlex.quote(str(reproducer)))))
@@ -637,14 +647,15 @@ def _failure(report, t, r, ident):
            _evidence(obs),
            _counterexample(r.get("counterexample")),
            _replay(report, t, r.get("key", r.get("property", "")), r.get("reproduce"), r.get("reproducer"),
-                   r.get("reproducer_error"))]
+                   r.get("reproducer_error"), r.get("replay"))]
     distinct = obs.get("distinct_failures") or []
     for i, d in enumerate(distinct):
         dobs = d.get("observations") if isinstance(d.get("observations"), dict) else {}
         dobs = dict(dobs, kinds=d.get("kinds") or dobs.get("kinds"))
         out.append('<div class="distinct"><h4>distinct failure %d of %d</h4><p class="reason">%s</p>%s%s%s</div>' % (
             i + 2, len(distinct) + 1, _e(d.get("reason", "")), _evidence(dobs), _counterexample(d.get("counterexample")),
-            _replay(report, t, r.get("key", r.get("property", "")), d.get("reproduce"), d.get("reproducer"))))
+            _replay(report, t, r.get("key", r.get("property", "")), d.get("reproduce"), d.get("reproducer"),
+                    replay=d.get("replay"))))
     out.append("</div>")
     return "".join(out)
 

@@ -426,7 +426,7 @@ std::string renderMarkdown(const json& report) {
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
     if (t.contains("precompile")) {
       const json& c = t.at("precompile");
-      md << "compiled ahead (--precompile): " << c.value("ran", 0) << " of " << c.value("cases", 0) << " palette calls in "
+      md << "compiled ahead (--precompile): " << c.value("ran", 0) << " of " << c.value("cases", 0) << " calls in "
          << c.value("workers", 0) << " processes, " << fixed(c.value("seconds", 0.0), 1) << " s, "
          << c.value("compilations", 0) << " Triton compilations";
       if (c.value("failed", 0) > 0) md << "; " << c.value("failed", 0) << " raised (the run judged them)";

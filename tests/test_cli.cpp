@@ -459,6 +459,12 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 2);
   EXPECT_NE(out.find("no ATen overload extra"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " properties extra", &out), 2);
+  // --op narrows a target's catalog: an op no target has is named as such.
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --op abs --manifest " + FLAGPROP_SOURCE_DIR +
+                   "/fixtures/targets/aten-cpu.json --list",
+               &out),
+            2);
+  EXPECT_NE(out.find("no target's catalog has abs"), std::string::npos) << out;
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-no-isolate-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --no-isolate --report-dir " + dir.string(), &out), 2);
@@ -497,7 +503,7 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   EXPECT_EQ(pre.value("cases", 0), 8) << pre.dump();  // two ops, a palette of 4 each
   EXPECT_EQ(pre.value("ran", 0), 8) << pre.dump();
   EXPECT_TRUE(pre.at("stopped").empty()) << pre.dump();
-  EXPECT_NE(flagprop::readFile((dir / "r" / "report.md").string()).find("compiled ahead (--precompile): 8 of 8 palette calls in 2 processes"),
+  EXPECT_NE(flagprop::readFile((dir / "r" / "report.md").string()).find("compiled ahead (--precompile): 8 of 8 calls in 2 processes"),
             std::string::npos);
   // Who launched what, in order: every worker call comes before the run's first.
   std::ifstream in(log);

@@ -69,10 +69,10 @@ run options (--opt value or --opt=value):
                       reproducers/ go (default ./flagprop-report)
   --property ID       run only this property: P1 .. P9, or P5/OP, P5/OP/DTYPE;
                       repeatable
-  --op NAME           op properties (P5 - P9): only this op: a catalog entry or any
-                      ATen overload (e.g. add.Tensor, its entry derived from the
-                      schema); repeatable; installer properties then run only when
-                      --property names them
+  --op NAME           op properties (P5 - P9): only this op of the targets' catalogs
+                      (a hand-written entry or an ATen overload a manifest lists, e.g.
+                      add.Tensor); it adds no op to a target; repeatable; installer
+                      properties then run only when --property names them
   --dtype D           op properties: only this dtype (float32, float16, bfloat16,
                       int32); repeatable
   --cases N           generated cases per property run (default: the manifest's
@@ -777,7 +777,21 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   }
   if (chosen.empty() && docs.empty()) {
     std::cerr << "flagprop: nothing to run: --target / --property / --op / --dtype select no run of any of the "
-              << planned.size() << " target(s)\n";
+              << planned.size() << " target(s)";
+    std::string absent;  // --op names no target has: --op narrows a target's catalog, it adds nothing to it
+    for (const auto& op : cli.target.selection.ops) {
+      bool had = false;
+      for (const auto& t : planned)
+        if (t.target) {
+          const auto names = targetOpNames(*t.target);
+          had |= std::find(names.begin(), names.end(), op) != names.end();
+        }
+      if (!had) absent += (absent.empty() ? "" : ", ") + op;
+    }
+    if (!absent.empty())
+      std::cerr << "; no target's catalog has " << absent
+                << " (--op selects among a target's ops; name an op in a manifest's \"catalog\" to run it)";
+    std::cerr << "\n";
     return 2;
   }
   if (cli.list) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <unistd.h>
 
@@ -25,7 +26,9 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   }
   if (cases.empty()) return nullptr;
   const auto t0 = std::chrono::steady_clock::now();
-  const int n = std::min<int>(opts.workers, static_cast<int>(cases.size()));
+  // At most one worker per call and per core of the host (each imports torch and compiles).
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n = std::min({opts.workers, static_cast<int>(cases.size()), cores});
   json out = {{"workers", n}, {"cases", cases.size()}, {"ran", 0}, {"failed", 0}, {"compilations", 0},
               {"stopped", json::array()}, {"errors", json::array()}};
   fs::path dir;

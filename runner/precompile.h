@@ -25,7 +25,8 @@ struct PrecompileOptions {
   int totalSeconds = 3600;  ///< every worker is stopped after this many s (run-target: a quarter of its --timeout)
 };
 
-/// Runs `opts.workers` processes of `python3 -m flagprop.precompile` (the
+/// Runs `opts.workers` processes (at most one per call and per core of the
+/// host) of `python3 -m flagprop.precompile` (the
 /// Python flagprop embeds, FLAGPROP_PYTHON_EXE) over precompileCases(target,
 /// runs), each taking every workers-th call, and waits for all of them. They
 /// inherit this process's environment (TRITON_CACHE_DIR, the visible

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <unistd.h>
 
@@ -478,6 +479,7 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
 // are then mostly calls a worker made already (15 of 16 come from the
 // palette), and the report says what the workers did.
 TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const std::string fp = std::string(FLAGPROP_BINARY);
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
@@ -542,6 +544,7 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
 // itself; a process resumed after that crash starts no workers again, and
 // the report keeps the first process's precompile.
 TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const std::string fp = std::string(FLAGPROP_BINARY);
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-crash-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());

@@ -99,7 +99,8 @@ run options (--opt value or --opt=value):
                       on the layout palette's calls (16 sampled calls per op and
                       dtype without a palette), so that Triton compiles those
                       kernels N at a time into the cache the run then reads
-                      (default 0: none; the report's precompile says what they did)
+                      (at most one per core; default 0: none; the report's precompile
+                      says what they did)
   --list              print the targets that would run and what each runs; run nothing
   --quiet             no progress line (there is none either when stdout is not a
                       terminal): a line per target, its failures, the summary

@@ -76,7 +76,7 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
                          captures[k],
                          {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
                           "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},
-                         CaseWatch{base + ".json.inflight", opts.caseSeconds}});
+                         CaseWatch{base + ".json.inflight", opts.caseSeconds}, false, true});
       }
       const int left = static_cast<int>(
           std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count());

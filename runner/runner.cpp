@@ -295,7 +295,14 @@ pid_t spawnChild(const ChildSpec& c) {
   std::vector<char*> envp;
   for (auto& e : envStore) envp.push_back(e.data());
   envp.push_back(nullptr);
-  const int spawned = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  if (c.ownGroup) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
+  const int spawned = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   return spawned == 0 ? pid : 0;
 }
@@ -330,12 +337,21 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     for (size_t i = 0; i < children.size(); ++i) {
       Running& c = run[i];
       if (c.done) continue;
-      if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+      const bool group = children[i].ownGroup;
+      if (group) {  // ended? (not reaped yet: its pid, its group's id, cannot be reused before the group is killed)
+        siginfo_t info{};
+        if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == c.pid) {
+          kill(-c.pid, SIGKILL);  // what it left running in its group
+          waitpid(c.pid, &c.status, 0);
+          c.done = true;
+          continue;
+        }
+      } else if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
         c.done = true;
         continue;
       }
       const auto stop = [&](bool* flag) {
-        kill(c.pid, SIGKILL);
+        kill(group ? -c.pid : c.pid, SIGKILL);
         waitpid(c.pid, &c.status, 0);
         c.done = *flag = true;
       };

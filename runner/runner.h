@@ -110,6 +110,10 @@ struct ChildSpec {
   /// Let it finish after requestStop() (within the time limit): the report
   /// writer of an interrupted run, so that what ran is still written.
   bool finishOnStop = false;
+  /// Start it in a process group of its own and, once it has ended (or is
+  /// stopped), kill what is left in that group (processes the code it ran
+  /// left behind) before reaping it, so that the group's id is not reused.
+  bool ownGroup = false;
 };
 
 /// Runs every child of `children` at once, as runChild runs one, from this

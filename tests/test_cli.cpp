@@ -583,3 +583,44 @@ TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
     if (r.value("op", "") == "silu") EXPECT_EQ(r.value("status", ""), "pass") << r.dump();
   flagprop::removeTree(dir.string());
 }
+
+// What the op leaves running inside a pre-compile worker (a child process)
+// is killed with the worker's process group; the run's own left-running
+// report is unchanged.
+TEST(Cli, PrecompileWorkersLeaveNothingRunning) {
+  const std::string fp = std::string(FLAGPROP_BINARY);
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-left-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  const std::string log = (dir / "calls.txt").string();
+  const json manifest = {
+      {"schema", "flagprop.target/1"}, {"name", "precompile-left"}, {"device", "cpu"}, {"labels", {"cpu"}},
+      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
+               {"globals", {{"CALL_LOG", log}, {"FAULTS", {"leaves_running"}}}}}},
+      {"catalog", {"silu"}}, {"properties", {"P5"}}, {"dtypes", {"float32"}}, {"layout_palette", 2}, {"op_cases", 5}};
+  flagprop::writeText((dir / "m.json").string(), manifest.dump());
+  std::string out;
+  ASSERT_EQ(sh(fp + " run --precompile 1 --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " +
+                   (dir / "r").string(),
+               &out),
+            0)
+      << out;
+  std::ifstream in(log);
+  std::vector<int> left;  // sleeps a worker started
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0 left ", 0) == 0) left.push_back(std::stoi(line.substr(7)));
+  ASSERT_FALSE(left.empty()) << "the worker started no process";
+  for (int pid : left) {
+    std::string stat;
+    try {
+      stat = flagprop::readFile("/proc/" + std::to_string(pid) + "/stat");
+    } catch (const std::exception&) {
+    }
+    const auto close = stat.rfind(')');
+    const char state = close == std::string::npos || close + 2 >= stat.size() ? 'X' : stat[close + 2];
+    EXPECT_TRUE(state == 'X' || state == 'Z') << "pid " << pid << " a worker left is still running: " << stat;
+  }
+  const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
+  EXPECT_TRUE(t.contains("left_running")) << t.dump();  // the run's own sleep is still reported
+  flagprop::removeTree(dir.string());
+}

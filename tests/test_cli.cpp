@@ -474,6 +474,39 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
 
 }  // namespace
 
+namespace {
+
+// A fresh folder flagprop-test-NAME-<pid> holding m.json: a CPU target of
+// the example ops (fixtures/ops/example_ops.py) with FAULTS `faults`, that
+// logs every call to calls.txt beside it (its CALL_LOG), P5 over `catalog`
+// in float32 with a layout palette of `palette` calls and `cases` cases;
+// `extra` fields replace or add to the manifest's. Returns the folder.
+fs::path callLogTarget(const std::string& name, const json& faults, const json& catalog, int palette, int cases,
+                       const json& extra = json::object()) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-" + name + "-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  json manifest = {
+      {"schema", "flagprop.target/1"}, {"name", name}, {"device", "cpu"}, {"labels", {"cpu"}},
+      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
+               {"globals", {{"CALL_LOG", (dir / "calls.txt").string()}, {"FAULTS", faults}}}}},
+      {"catalog", catalog}, {"properties", {"P5"}}, {"dtypes", {"float32"}}, {"layout_palette", palette},
+      {"op_cases", cases}};
+  manifest.update(extra);
+  flagprop::writeText((dir / "m.json").string(), manifest.dump());
+  return dir;
+}
+
+// `flagprop run --precompile WORKERS --seed 3` on callLogTarget's `dir`, its
+// report in dir/r. Returns the exit status.
+int runPrecompile(const fs::path& dir, int workers, std::string* out) {
+  return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) + " --seed 3 --manifest " +
+                (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
+            out);
+}
+
+}  // namespace
+
 // --precompile N: N worker processes launch the op on the target's layout
 // palette before the first case, each a share of it; the run's own calls
 // are then mostly calls a worker made already (15 of 16 come from the
@@ -481,23 +514,11 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
 TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const std::string fp = std::string(FLAGPROP_BINARY);
-  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-" + std::to_string(getpid()));
-  flagprop::removeTree(dir.string());
-  fs::create_directories(dir);
+  const fs::path dir = callLogTarget("precompile", json::array(), {"tanh", "add.Tensor"}, 4, 10,
+                                     {{"properties", {"P5", "P6"}}});
   const std::string log = (dir / "calls.txt").string();
-  const json manifest = {
-      {"schema", "flagprop.target/1"}, {"name", "precompile"}, {"device", "cpu"}, {"labels", {"cpu"}},
-      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
-               {"globals", {{"CALL_LOG", log}}}}},
-      {"catalog", {"tanh", "add.Tensor"}}, {"properties", {"P5", "P6"}}, {"dtypes", {"float32"}},
-      {"layout_palette", 4}, {"op_cases", 10}};
-  flagprop::writeText((dir / "m.json").string(), manifest.dump());
   std::string out;
-  ASSERT_EQ(sh(fp + " run --precompile 2 --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " +
-                   (dir / "r").string(),
-               &out),
-            0)
-      << out;
+  ASSERT_EQ(runPrecompile(dir, 2, &out), 0) << out;
   const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
   ASSERT_TRUE(t.contains("precompile")) << t.dump();
   const json& pre = t.at("precompile");
@@ -545,24 +566,11 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
 // the report keeps the first process's precompile.
 TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
-  const std::string fp = std::string(FLAGPROP_BINARY);
-  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-crash-" + std::to_string(getpid()));
-  flagprop::removeTree(dir.string());
-  fs::create_directories(dir);
+  const fs::path dir = callLogTarget("precompile-crash", {"segfault_on_offset"}, {"rsqrt", "silu"}, 6, 20,
+                                     {{"expect", {{"P5/rsqrt", "fail"}}}});
   const std::string log = (dir / "calls.txt").string();
-  const json manifest = {
-      {"schema", "flagprop.target/1"}, {"name", "precompile-crash"}, {"device", "cpu"}, {"labels", {"cpu"}},
-      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
-               {"globals", {{"CALL_LOG", log}, {"FAULTS", {"segfault_on_offset"}}}}}},
-      {"catalog", {"rsqrt", "silu"}}, {"properties", {"P5"}}, {"dtypes", {"float32"}},
-      {"layout_palette", 6}, {"op_cases", 20}, {"expect", {{"P5/rsqrt", "fail"}}}};
-  flagprop::writeText((dir / "m.json").string(), manifest.dump());
   std::string out;
-  ASSERT_EQ(sh(fp + " run --precompile 2 --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " +
-                   (dir / "r").string(),
-               &out),
-            0)
-      << out;
+  ASSERT_EQ(runPrecompile(dir, 2, &out), 0) << out;
   const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
   ASSERT_TRUE(t.contains("crashes")) << t.dump();  // the run itself crashed on rsqrt, and went on
   ASSERT_TRUE(t.contains("precompile")) << t.dump();
@@ -588,23 +596,10 @@ TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
 // is killed with the worker's process group; the run's own left-running
 // report is unchanged.
 TEST(Cli, PrecompileWorkersLeaveNothingRunning) {
-  const std::string fp = std::string(FLAGPROP_BINARY);
-  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-precompile-left-" + std::to_string(getpid()));
-  flagprop::removeTree(dir.string());
-  fs::create_directories(dir);
+  const fs::path dir = callLogTarget("precompile-left", {"leaves_running"}, {"silu"}, 2, 5);
   const std::string log = (dir / "calls.txt").string();
-  const json manifest = {
-      {"schema", "flagprop.target/1"}, {"name", "precompile-left"}, {"device", "cpu"}, {"labels", {"cpu"}},
-      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
-               {"globals", {{"CALL_LOG", log}, {"FAULTS", {"leaves_running"}}}}}},
-      {"catalog", {"silu"}}, {"properties", {"P5"}}, {"dtypes", {"float32"}}, {"layout_palette", 2}, {"op_cases", 5}};
-  flagprop::writeText((dir / "m.json").string(), manifest.dump());
   std::string out;
-  ASSERT_EQ(sh(fp + " run --precompile 1 --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " +
-                   (dir / "r").string(),
-               &out),
-            0)
-      << out;
+  ASSERT_EQ(runPrecompile(dir, 1, &out), 0) << out;
   std::ifstream in(log);
   std::vector<int> left;  // sleeps a worker started
   for (std::string line; std::getline(in, line);)

@@ -15,6 +15,15 @@ std::string ev(const char* code) {
   return py::repr(scope["v"]).cast<std::string>();
 }
 void run(const char* code) { py::exec(code); }
+// Runs `caseCode` as one case (in a Sandbox), then returns ev(fingerprint):
+// what the next case would find.
+std::string afterCase(const char* fingerprint, const char* caseCode) {
+  {
+    Sandbox sb;
+    run(caseCode);
+  }
+  return ev(fingerprint);
+}
 
 struct Mocks {
   py::dict outer;
@@ -39,12 +48,10 @@ TEST(SandboxWarm, LoggerCacheRootLevelDirectRestore) {
       "v = (lg.isEnabledFor(10), 10 >= lg.getEffectiveLevel() and logging.root.manager.disable < 10)\n";
   const std::string before = ev(fp);
   { Sandbox warm; }
-  {
-    Sandbox sb;
-    run("import logging\nr = logging.getLogger(); old = r.level\nr.setLevel(10)\n"
-        "logging.getLogger('flagprop.attack.cache').isEnabledFor(10)\nr.level = old\n");
-  }
-  EXPECT_EQ(ev(fp), before) << "(isEnabledFor, what it should say)";
+  EXPECT_EQ(afterCase(fp, "import logging\nr = logging.getLogger(); old = r.level\nr.setLevel(10)\n"
+                          "logging.getLogger('flagprop.attack.cache').isEnabledFor(10)\nr.level = old\n"),
+            before)
+      << "(isEnabledFor, what it should say)";
 }
 
 TEST(SandboxWarm, LoggerCacheDisableDirectRestore) {
@@ -55,12 +62,10 @@ TEST(SandboxWarm, LoggerCacheDisableDirectRestore) {
       "v = (lg.isEnabledFor(40), 40 >= lg.getEffectiveLevel() and logging.root.manager.disable < 40)\n";
   const std::string before = ev(fp);
   { Sandbox warm; }
-  {
-    Sandbox sb;
-    run("import logging\nold = logging.root.manager.disable\nlogging.disable(50)\n"
-        "logging.getLogger('flagprop.attack.cache2').isEnabledFor(40)\nlogging.root.manager.disable = old\n");
-  }
-  EXPECT_EQ(ev(fp), before) << "(isEnabledFor(ERROR), what it should say)";
+  EXPECT_EQ(afterCase(fp, "import logging\nold = logging.root.manager.disable\nlogging.disable(50)\n"
+                          "logging.getLogger('flagprop.attack.cache2').isEnabledFor(40)\nlogging.root.manager.disable = old\n"),
+            before)
+      << "(isEnabledFor(ERROR), what it should say)";
 }
 
 // Import a non-watched module and patch a watched one; then warm cases.
@@ -72,21 +77,16 @@ TEST(SandboxWarm, ImportPlusPatchThenWarm) {
       "v = (hasattr(torch, '_atk'), hasattr(le, '_atk'), hasattr(le.LibEntry, '_atk'), 'flag_gems.atk' in sys.modules)\n";
   const std::string before = ev(fp);
   for (int i = 0; i < 3; ++i) {
-    {
-      Sandbox sb;
-      run("import sys, types, torch\nimport colorsys, fractions\n"
-          "sys.modules.pop('colorsys'); sys.modules.pop('fractions')\n"  // keep re-importable
-          "import " "xml.dom.minidom\n"
-          "torch._atk = 1\nle = sys.modules['flag_gems.utils.libentry']\nle._atk = 1\nle.LibEntry._atk = 1\n"
-          "sys.modules['flag_gems.atk'] = types.ModuleType('flag_gems.atk')\n");
-    }
-    EXPECT_EQ(ev(fp), before) << "iteration " << i;
-    {
-      Sandbox sb;
-      EXPECT_TRUE(sb.reused() || i == 0 || true);
-      run("import torch, sys\ntorch._atk = 2\nsys.modules['flag_gems.utils.libentry'].LibEntry._atk = 2\n");
-    }
-    EXPECT_EQ(ev(fp), before) << "warm iteration " << i;
+    EXPECT_EQ(afterCase(fp, "import sys, types, torch\nimport colorsys, fractions\n"
+                            "sys.modules.pop('colorsys'); sys.modules.pop('fractions')\n"  // keep re-importable
+                            "import xml.dom.minidom\n"
+                            "torch._atk = 1\nle = sys.modules['flag_gems.utils.libentry']\nle._atk = 1\nle.LibEntry._atk = 1\n"
+                            "sys.modules['flag_gems.atk'] = types.ModuleType('flag_gems.atk')\n"),
+              before)
+        << "iteration " << i;
+    EXPECT_EQ(afterCase(fp, "import torch, sys\ntorch._atk = 2\nsys.modules['flag_gems.utils.libentry'].LibEntry._atk = 2\n"),
+              before)
+        << "warm iteration " << i;
   }
 }
 
@@ -100,18 +100,12 @@ TEST(SandboxWarm, ReplacedModuleObject) {
       "v = (id(le), hasattr(le, '_atk'), hasattr(le.LibEntry, '_atk'))\n";
   const std::string before = ev(fp);
   { Sandbox warm; }
-  {
-    Sandbox sb;
-    run("import sys, types\nold = sys.modules['flag_gems.utils.libentry']\n"
-        "new = types.ModuleType('flag_gems.utils.libentry'); new.__dict__.update(old.__dict__)\n"
-        "sys.modules['flag_gems.utils.libentry'] = new\nold._atk = 1\nold.LibEntry._atk = 1\n");
-  }
-  EXPECT_EQ(ev(fp), before);
-  for (int i = 0; i < 2; ++i) {
-    Sandbox sb;
-    run("import sys\nsys.modules['flag_gems.utils.libentry']._atk = 1\n");
-  }
-  EXPECT_EQ(ev(fp), before);
+  EXPECT_EQ(afterCase(fp, "import sys, types\nold = sys.modules['flag_gems.utils.libentry']\n"
+                          "new = types.ModuleType('flag_gems.utils.libentry'); new.__dict__.update(old.__dict__)\n"
+                          "sys.modules['flag_gems.utils.libentry'] = new\nold._atk = 1\nold.LibEntry._atk = 1\n"),
+            before);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(afterCase(fp, "import sys\nsys.modules['flag_gems.utils.libentry']._atk = 1\n"), before) << i;
 }
 
 // Changes made between cases are the next case's start and are kept.
@@ -171,22 +165,11 @@ TEST(SandboxWarm, EnvironNonAscii) {
   run("import os\nos.environb[b'FP_ATK'] = b'caf\\xc3\\xa9'\nos.environb[b'FP_ATK_B'] = b'\\xff\\xfe'\n");
   const std::string before = ev(fp);
   { Sandbox warm; }
-  {
-    Sandbox sb;
-    run("import os\nos.environ['FP_ATK'] = 'x\\udcff'\nos.environb[b'FP_ATK_\\xe9'] = b'\\xe9'\n"
-        "os.environb[b'FP_ATK_B'] = b'\\x80'\n");
-  }
-  EXPECT_EQ(ev(fp), before);
-  {
-    Sandbox sb;
-    run("import os\ndel os.environ['FP_ATK']\ndel os.environb[b'FP_ATK_B']\n");
-  }
-  EXPECT_EQ(ev(fp), before);
-  {
-    Sandbox sb;
-    run("import os\nos.putenv('FP_ATK', 'putenv')\n");
-  }
-  EXPECT_EQ(ev(fp), before) << "os.putenv";
+  EXPECT_EQ(afterCase(fp, "import os\nos.environ['FP_ATK'] = 'x\\udcff'\nos.environb[b'FP_ATK_\\xe9'] = b'\\xe9'\n"
+                          "os.environb[b'FP_ATK_B'] = b'\\x80'\n"),
+            before);
+  EXPECT_EQ(afterCase(fp, "import os\ndel os.environ['FP_ATK']\ndel os.environb[b'FP_ATK_B']\n"), before);
+  EXPECT_EQ(afterCase(fp, "import os\nos.putenv('FP_ATK', 'putenv')\n"), before) << "os.putenv";
   run("import os\nos.environ.pop('FP_ATK', None)\nos.environb.pop(b'FP_ATK_B', None)\n");
 }
 
@@ -269,21 +252,15 @@ TEST(SandboxWarm, DeletedCwd) {
   }
 }
 
-}  // namespace
-}  // namespace flagprop
-namespace flagprop {
-namespace {
 TEST(SandboxWarm, DictConfigDisablesExistingLoggers) {
   py::gil_scoped_acquire gil;
   run("import logging\nlogging.getLogger('flagprop.atk.dc')\n");
   const char* fp = "import logging\nlg = logging.getLogger('flagprop.atk.dc')\nv = (lg.disabled, lg.propagate, len(lg.handlers))\n";
   const std::string before = ev(fp);
-  {
-    Sandbox sb;
-    run("import logging.config\nlogging.config.dictConfig({'version': 1})\n"
-        "lg = logging.getLogger('flagprop.atk.dc')\nlg.propagate = False\nlg.addHandler(logging.NullHandler())\n");
-  }
-  EXPECT_EQ(ev(fp), before);
+  EXPECT_EQ(afterCase(fp, "import logging.config\nlogging.config.dictConfig({'version': 1})\n"
+                          "lg = logging.getLogger('flagprop.atk.dc')\nlg.propagate = False\n"
+                          "lg.addHandler(logging.NullHandler())\n"),
+            before);
   run("import logging\nlg = logging.getLogger('flagprop.atk.dc')\nlg.disabled = False\nlg.propagate = True\nlg.handlers.clear()\n");
 }
 }  // namespace

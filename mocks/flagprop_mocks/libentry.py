@@ -26,6 +26,12 @@ import torch
 
 _EMPTY = inspect.Parameter.empty
 
+#: µs that each delayed stock ``run`` really spent in its ``run_delay_us``
+#: loop (the loop ends at the first clock read past the delay, so a call
+#: spends a little more than asked; how much depends on the host's clock).
+#: P9's calibration compares its measurement with these; clear it first.
+DELAY_SPENT_US = []
+
 
 class Param:
     """One kernel parameter as ``LibEntry`` sees it (``num``, ``name``,
@@ -280,9 +286,11 @@ class LibEntryBase:
         self._model.witness["run"] += 1
         delay = self._model.spec.get("run_delay_us", 0)
         if delay:  # a known host cost of the stock path (P9's calibration)
-            until = time.perf_counter() + delay * 1e-6
-            while time.perf_counter() < until:
-                pass
+            start = now = time.perf_counter()
+            until = start + delay * 1e-6
+            while now < until:
+                now = time.perf_counter()
+            DELAY_SPENT_US.append((now - start) * 1e6)
         entry_key = self.key(*self._split_args(args, kwargs))
         cache = self._model.current_cache(self)
         if entry_key not in cache:

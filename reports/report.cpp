@@ -301,7 +301,10 @@ void opTable(std::ostringstream& md, const json& t) {
        << fixed(100 * sh.value("reference", 0.0), 0) << "% / " << fixed(100 * sh.value("device_op", 0.0), 0) << "% / "
        << fixed(100 * sh.value("harness", 0.0), 0) << "% | " << cell(note.empty() ? "-" : note, 100) << " |\n";
   }
-  md << "\n";
+  md << "\n*cases (discarded)*: cases run per property, in the columns' order; in brackets the drawn cases that "
+        "CPU ATen rejected (invalid arguments for the op), which are not judged and not counted as run. "
+        "*reference / device op / harness*: where a case's time went: the CPU reference, the op under test, "
+        "and flagprop itself (inputs, verdicts, sandbox).\n\n";
 }
 }  // namespace
 
@@ -319,10 +322,25 @@ void header(std::ostringstream& md, const json& report) {
     md << "- seed: `" << seed << "` (rerun the whole run: `" << prov.value("flagprop", std::string("flagprop"))
        << " run" << manifests << " --seed " << seed << " --report-dir flagprop-rerun`)\n";
   }
-  if (prov.contains("versions")) md << "- versions: `" << prov.at("versions").dump() << "`\n";
+  if (prov.contains("versions") && prov.at("versions").is_object() && !prov.at("versions").empty()) {
+    // "python 3.12.3, torch 2.11.0, triton 3.6.0, flag_gems not importable"
+    std::string versions;
+    for (const char* name : {"python", "torch", "triton", "flag_gems", "torch_fl"}) {
+      if (!prov.at("versions").contains(name)) continue;
+      const json& v = prov.at("versions").at(name);
+      versions += (versions.empty() ? "" : ", ") + std::string(name) + " " +
+                  (v.is_string() ? "`" + v.get<std::string>() + "`" : std::string("not importable"));
+    }
+    md << "- versions: " << versions << "\n";
+  }
   const auto& s = report.at("summary");
-  md << "- results: " << s.at("results").dump() << ", target errors: " << s.value("target_errors", 0)
-     << ", unexpected: " << s.at("unexpected").size() << "\n\n";
+  // "12 pass, 1 fail, 0 skip, 0 error"
+  std::string counts;
+  for (const char* status : {"pass", "fail", "skip", "error"})
+    if (s.at("results").contains(status))
+      counts += (counts.empty() ? "" : ", ") + std::to_string(s.at("results").value(status, 0L)) + " " + status;
+  md << "- results: " << (counts.empty() ? "none" : counts) << "; target errors: " << s.value("target_errors", 0)
+     << "; unexpected: " << s.at("unexpected").size() << "\n\n";
   if (!s.at("unexpected").empty()) {
     md << "## Unexpected results\n\n";
     for (const auto& u : s.at("unexpected"))

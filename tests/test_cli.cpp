@@ -560,6 +560,26 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   flagprop::removeTree(dir.string());
 }
 
+// --precompile N is the target's, not each --jobs process's: under --jobs 2
+// --precompile 2 each process starts one worker (not two, which on a 2-core
+// host would be four compiling processes beside the two runs), and every
+// palette call is still launched ahead.
+TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
+  const fs::path dir = callLogTarget("precompile-jobs", json::array(), {"tanh", "add.Tensor"}, 4, 6);
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --jobs 2 --precompile 2 --seed 3 --manifest " +
+                   (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
+               &out),
+            0)
+      << out;
+  const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
+  ASSERT_TRUE(t.contains("precompile")) << t.dump();
+  EXPECT_EQ(t.at("precompile").value("workers", 0), 2) << t.at("precompile").dump();  // one per process
+  EXPECT_EQ(t.at("precompile").value("ran", 0), 8) << t.at("precompile").dump();      // both ops' palettes
+  flagprop::removeTree(dir.string());
+}
+
 // A worker that dies on a call is reported, not judged, and a fresh one goes
 // on from the next call of its share; the run still records the crash
 // itself; a process resumed after that crash starts no workers again, and

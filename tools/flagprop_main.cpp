@@ -99,8 +99,9 @@ run options (--opt value or --opt=value):
                       on the layout palette's calls (16 sampled calls per op and
                       dtype without a palette), so that Triton compiles those
                       kernels N at a time into the cache the run then reads
-                      (at most one per core; default 0: none; the report's precompile
-                      says what they did)
+                      (at most one per core; under --jobs, N over the target's
+                      processes, each at least one; default 0: none; the report's
+                      precompile says what they did)
   --list              print the targets that would run and what each runs; run nothing
   --quiet             no progress line (there is none either when stdout is not a
                       terminal): a line per target, its failures, the summary
@@ -702,6 +703,10 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
           if (findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op)
             shard.target.selection.properties.push_back(id);
       shard.quiet = true;  // one progress line: the first shard's
+    }
+    if (cli.target.precompileWorkers > 0) {  // --precompile N is the target's: N workers over all its processes
+      const size_t n = static_cast<size_t>(cli.target.precompileWorkers);
+      shard.target.precompileWorkers = static_cast<int>(std::max<size_t>(1, n / jobs + (k < n % jobs ? 1 : 0)));
     }
     const std::string part = out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json";
     captures.push_back(capturePath(part));

@@ -92,7 +92,7 @@ std::vector<OpEntry> buildCatalog() {
       Op("gelu", kFloating, withKwarg(unary(), "approximate", gen::element<json>("none", "tanh"))),
       // Reductions and scans.
       Op("sum.dim_IntList", kFloatingAndInt32, dimListReduction()).tolerance(tol::reduction(1)),
-      Op("mean.dim", kFloating, dimListReduction()),
+      Op("mean.dim", kFloating, dimListReduction()).tolerance(tol::reduction(1)),
       Op("cumsum", kFloatingAndInt32, alongDim()).tolerance(tol::scan(1)),
       Op("_log_softmax", kFloating, alongDim({args::fixed(false)})),
       // Indices among ties: judged by the values they select.

@@ -316,10 +316,16 @@ def _layout_of(t):
     return [list(t.shape), list(t.stride()), t.storage_offset()]
 
 
-def reference(op, call, cpu, upcast, repeat=False):
+def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     """CPU ATen's answer for one call: per output ``{"dtype", "shape",
     "values", "same_dtype", "aliases", "shares_outputs", "source"}``, and
     per input ``relaid`` (below).
+
+    With ``magnitude`` (sums, means and scans: ``verdicts.ACCUMULATING``)
+    each floating output also has ``magnitude``: the op on the absolute
+    values of the inputs in float64 (per output element, the sum of |x| of
+    the elements it accumulates; for a mean, divided by their count), from
+    which the rounding-error bound of a float32 accumulation is derived.
 
     ``same_dtype`` is the CPU kernel's output on copies of the inputs laid
     out as they are (shape, strides, storage offset) in their own dtypes;
@@ -375,10 +381,16 @@ def reference(op, call, cpu, upcast, repeat=False):
         values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
     else:
         values = same
+    mags = None
+    if magnitude and any(t.is_floating_point() for t in cpu):
+        absolute = [t.double().abs() if t.is_floating_point() else t for t in cpu]
+        mags = call_op(fn, call, absolute, cpu_device)
     outputs = []
     for i, m in enumerate(shapes_from):
         out = {"dtype": dtype_name(m.dtype), "shape": list(m.shape), "values": values[i], "aliases": aliases[i],
                "shares_outputs": shares[i], "source": "meta" if m.device.type == "meta" else "cpu"}
+        if mags is not None and i < len(mags) and mags[i].is_floating_point():
+            out["magnitude"] = mags[i].double()
         if same is not None:
             out["same_dtype"] = same[i]
             if m.device.type == "meta" and (same[i].dtype != m.dtype or list(same[i].shape) != list(m.shape)):
@@ -484,14 +496,15 @@ def _stage(name):
         os.pwrite(_STAGE["fd"], name.encode().ljust(16), 0)
 
 
-def observe_case(target, case, gates, upcast, repeat=False):
+def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     """Runs one P5 / P6 case: the CPU reference of every call, then the
     unpatched pass, then the installer (once, if the target has one), then the
     patched pass when the installer is active. Returns the observation
     ``verdicts.op_findings`` judges (it holds tensors), or ``{"discard":
     reason}`` when CPU ATen rejects the arguments. ``time_us`` gives the
     reference and device (the op's calls and the copies of their outputs)
-    times in µs and ``compilations`` the Triton compilations."""
+    times in µs and ``compilations`` the Triton compilations. ``magnitude``:
+    see ``reference``."""
     compiles0 = compile_count()
     runner = Runner(target, case["op"], gates)
     device = target["device"]
@@ -503,7 +516,7 @@ def observe_case(target, case, gates, upcast, repeat=False):
     expected, relaid = [], []
     for k, call in enumerate(case["calls"]):
         try:
-            outs, moved = reference(case["op"], call, cpu_inputs[k], upcast, repeat)
+            outs, moved = reference(case["op"], call, cpu_inputs[k], upcast, repeat, magnitude)
         except Exception as e:
             return {"discard": "CPU ATen rejects call %d: %s" % (k, describe_exception(e))}
         expected.append(outs)
@@ -548,7 +561,8 @@ def judge_case(target, case, gates, judging):
     """``observe_case`` then ``verdicts.op_findings``: the plain-data findings
     of one case (with ``discard``, ``compilations`` and ``time_us`` from the
     observation). ``judging`` is the catalog entry's judging spec."""
-    obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either")
+    obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
+                       judging.get("tolerance", {}).get("rule") in verdicts.ACCUMULATING)
     if "discard" in obs:
         return obs
     t0 = time.perf_counter()

@@ -297,7 +297,12 @@ def tolerance(rule, dtype, out_dtype, call, out_shape=None):
       elements reduced into one output element (``dims_arg``: the argument
       holding the dim list, or ``dim_arg``: the one dim a scan runs along):
       rounding errors of an accumulation grow like sqrt(n) for N(0, 1) inputs,
-      and FlagGems' own bound linear in n would hide a dropped element.
+      and FlagGems' own bound linear in n would hide a dropped element. To
+      that, per output element, ``accumulation_bound`` adds the worst-case
+      rounding error of a float32 sum of those n elements in any order
+      (``_judge_pass``): inputs of one sign (an expanded tensor repeats one
+      value n times) accumulate their rounding errors linearly, not like
+      sqrt(n).
     * ``normalization``: rtol max(RESOLUTION, 1e-5), atol 1e-4.
     * ``schema`` (entries derived from a schema, which says nothing of what
       the op reduces): like pointwise, but atol 1e-4 * sqrt(n) with n the
@@ -332,6 +337,36 @@ def tolerance(rule, dtype, out_dtype, call, out_shape=None):
         n = shape[_norm_dim(d, len(shape))] if shape else 1
         return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
     raise ValueError("unknown tolerance rule %r" % kind)
+
+
+#: Tolerance rules of ops that accumulate (sums, means, scans): their
+#: reference carries the op on |inputs| (``ops.reference``'s ``magnitude``).
+ACCUMULATING = ("reduction", "scan")
+
+
+def accumulation_bound(rule, dtype, call):
+    """gamma_(n-1) = (n-1) u / (1 - (n-1) u): the factor that, times the sum
+    of |x| of the n elements one output element accumulates, bounds the
+    rounding error of their sum computed in any order (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, 2nd ed., section 4.2). u is the unit
+    roundoff of the accumulation: 2^-24 (float32; float16 and bfloat16
+    kernels accumulate in float32 too), 2^-53 for float64 runs. n as in
+    ``tolerance``; 0.0 for rules that do not accumulate or n <= 1."""
+    if rule["rule"] not in ACCUMULATING:
+        return 0.0
+    shape = call["tensors"][0]["shape"]
+    if rule["rule"] == "reduction":
+        dims = call["args"][rule["dims_arg"]]
+        n = 1
+        for d in (dims if isinstance(dims, list) else [dims]):
+            if shape:
+                n *= shape[_norm_dim(d, len(shape))]
+    else:
+        d = call["args"][rule["dim_arg"]]
+        n = shape[_norm_dim(d, len(shape))] if shape else 1
+    u = 2.0 ** -53 if dtype == "float64" else 2.0 ** -24
+    m = max(n - 1, 0) * u
+    return m / (1 - m) if m < 1 else float("inf")
 
 
 def _numel(shape):
@@ -376,7 +411,8 @@ def _num(v):
 def compare_close(actual, expected, rtol, atol):
     """'' when ``actual`` matches ``expected`` (CPU tensors): the same shape,
     NaN in the same places, infinities equal, and |a - e| <= atol + rtol * |e|
-    elsewhere; else the first finding, one line."""
+    elsewhere; else the first finding, one line. ``atol``: a number, or a
+    float64 tensor of ``expected``'s shape (one atol per element)."""
     if list(actual.shape) != list(expected.shape):
         return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
     if actual.numel() == 0 or (actual.dtype == expected.dtype and same_bits(actual, expected)):
@@ -390,7 +426,10 @@ def compare_close(actual, expected, rtol, atol):
     torch = _torch()
     # torch.allclose with equal_nan is the same rule in one call (the common case): NaN where
     # the other has NaN, infinities only equal to themselves, |a - e| <= atol + rtol * |e|.
-    if torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
+    per_element = isinstance(atol, torch.Tensor)
+    if per_element:
+        atol = atol.double().reshape(-1)
+    elif torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
         return ""
     an, en = a.isnan(), e.isnan()
     infs = a.isinf() | e.isinf()
@@ -402,8 +441,11 @@ def compare_close(actual, expected, rtol, atol):
         return ""
     i = int(bad.nonzero()[0, 0])
     worst = float(diff[finite].max()) if bool(finite.any()) else 0.0
-    return "%d of %d elements beyond rtol %g atol %g; first at %s: actual %s, expected %s (max abs error %s)" % (
-        count, a.numel(), rtol, atol, _index_text(i, actual.shape), _num(float(a[i])), _num(float(e[i])), _num(worst))
+    atol_text = ("%g (at that element, with the accumulation's rounding bound)" % float(atol[i])) if per_element \
+        else "%g" % atol
+    return "%d of %d elements beyond rtol %g atol %s; first at %s: actual %s, expected %s (max abs error %s)" % (
+        count, a.numel(), rtol, atol_text, _index_text(i, actual.shape), _num(float(a[i])), _num(float(e[i])),
+        _num(worst))
 
 
 def _selected(inp, idx, dim, keepdim):
@@ -586,6 +628,8 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
                 f = compare_indices(snap, ex["values"], inp, dim, keepdim)
             else:
                 rtol, atol = tolerance(judging["tolerance"], case["dtype"], ex["dtype"], call, ex["shape"])
+                if "magnitude" in ex and rtol:  # + the rounding bound of the accumulation, per output element
+                    atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call) * ex["magnitude"]
                 f = compare_close(snap, ex["values"], rtol, atol)
                 if f and judging.get("reference") == "either" and "same_dtype" in ex:
                     # Schema-derived entries: CPU ATen in float64 or in the run's own dtype.

@@ -297,10 +297,21 @@ pid_t spawnChild(const ChildSpec& c) {
   envp.push_back(nullptr);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
+  // SIGINT blocked from the first instruction of the child: Ctrl-C reaches
+  // the whole foreground process group, but a child is stopped by this
+  // process alone (or, finishOnStop, finishes). A `flagprop run-target` then
+  // ignores SIGINT and unblocks it (a pending one is dropped); a child that
+  // leaves it blocked is never interrupted by it.
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGINT);
+  posix_spawnattr_setsigmask(&attr, &blocked);
+  short flags = POSIX_SPAWN_SETSIGMASK;
   if (c.ownGroup) {
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    flags |= POSIX_SPAWN_SETPGROUP;
     posix_spawnattr_setpgroup(&attr, 0);
   }
+  posix_spawnattr_setflags(&attr, flags);
   const int spawned = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);

@@ -433,7 +433,8 @@ TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
   EXPECT_EQ(sh(fp + " run --seed 3 --budget 2 --report-dir " + dir.string(), &out), 1) << out;
   EXPECT_TRUE(fs::exists(dir / "report.md")) << out;
   EXPECT_NE(flagprop::readFile((dir / "report.json").string()).find("--budget of 2 s ran out"), std::string::npos);
-  // Ctrl-C (SIGINT to flagprop alone): the target process is stopped, the report of what ran is written, exit 130.
+  // Ctrl-C (timeout sends SIGINT to flagprop and to its process group, as a
+  // terminal does): the target process is stopped, the report of what ran is written, exit 130.
   flagprop::removeTree(dir.string());
   EXPECT_EQ(sh("timeout --preserve-status -s INT 6 " + fp + " run --seed 3 --report-dir " + dir.string(), &out), 130) << out;
   EXPECT_TRUE(fs::exists(dir / "report.json")) << out;
@@ -557,6 +558,29 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   std::ifstream again(log);
   for (std::string line; std::getline(again, line);) EXPECT_EQ(line.rfind("run ", 0), 0u) << line;
   EXPECT_EQ(sh(fp + " run --precompile x --manifest " + (dir / "m.json").string(), &out), 2) << out;
+  flagprop::removeTree(dir.string());
+}
+
+// Ctrl-C reaches the target process too (a terminal signals the whole
+// foreground process group): it must not end it, or the interrupt becomes a
+// KeyboardInterrupt in the code under test, a target error or a "died with
+// signal 2" result; the parent alone stops it.
+TEST(Cli, TargetProcessOutlivesAnInterruptMeantForTheRun) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-sigint-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  std::string out;
+  const std::string script =
+      std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 100000 --manifest " + FLAGPROP_SOURCE_DIR +
+      "/fixtures/targets/aten-cpu.json --report-dir " + dir.string() +
+      " >/dev/null 2>&1 & P=$!; C=; for i in $(seq 300); do C=$(cat /proc/$P/task/$P/children 2>/dev/null); "
+      "[ -n \"$C\" ] && break; sleep 0.05; done; sleep 0.5; kill -INT $C; sleep 2; "
+      "if kill -0 $C 2>/dev/null; then echo TARGET-ALIVE; else echo TARGET-DIED; fi; kill -INT $P; wait $P; echo rc=$?";
+  sh("sh -c '" + script + "'", &out);
+  EXPECT_NE(out.find("TARGET-ALIVE"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
+  const std::string report = flagprop::readFile((dir / "report.json").string());
+  EXPECT_EQ(report.find("KeyboardInterrupt"), std::string::npos);
+  EXPECT_EQ(report.find("signal 2"), std::string::npos);
   flagprop::removeTree(dir.string());
 }
 

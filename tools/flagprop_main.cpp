@@ -1032,6 +1032,19 @@ int main(int argc, char** argv) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+  } else if (args[0] == "run-target") {
+    // Ctrl-C reaches the whole foreground process group, this target process
+    // too; the parent `run` stops it (and keeps what it wrote). The parent
+    // spawns it with SIGINT blocked (runner.cpp spawnChild); ignored here,
+    // before the interpreter starts (CPython then installs no SIGINT
+    // handler), and unblocked (one that came meanwhile is dropped), the
+    // interrupt is never a KeyboardInterrupt in the code under test, a
+    // target error or a "died with signal 2" result.
+    signal(SIGINT, SIG_IGN);
+    sigset_t interrupt;
+    sigemptyset(&interrupt);
+    sigaddset(&interrupt, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &interrupt, nullptr);
   }
   const std::string why = parse(args, cli);
   if (!why.empty()) {

@@ -164,7 +164,8 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
     out.reason = result.template get<rc::detail::Error>().description;
     if (out.reason.find("Reproduced result is not a failure") != std::string::npos) {
       out.status = "pass";  // a replay of a counterexample that no longer fails: fixed
-      out.reason = "replayed: the counterexample no longer fails";
+      out.reason = "replayed: the counterexample no longer fails (on this target; a string replays the case of "
+                   "the run it came from, so give that run's --manifest)";
     }
   }
 }

@@ -247,6 +247,11 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   EXPECT_EQ(again->at("status"), "fail");
   EXPECT_EQ(again->at("counterexample"), first->at("counterexample"));
   EXPECT_EQ(again->at("cases_run"), 1) << "a replay runs the counterexample only";
+  // A --property that does not select what the string holds is refused, in either order.
+  for (const std::string order : {" --property P1 --reproduce '" + repro + "'", " --reproduce '" + repro + "' --property P1"}) {
+    EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run" + order + " --manifest " + manifest, &out), 2) << out;
+    EXPECT_NE(out.find("the string replays P4, which the --property given does not select"), std::string::npos) << out;
+  }
   // report.json's replay command runs as written, even for a manifest path a shell would split.
   fs::create_directories(dir / "odd");
   fs::copy(std::string(FLAGPROP_SOURCE_DIR) + "/fixtures", dir / "odd" / "it's fix tures", fs::copy_options::recursive);

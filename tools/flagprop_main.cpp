@@ -233,8 +233,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--reproduce") {
     if (v.empty()) return "--reproduce needs a reproduce string (report.json's results[].reproduce)";
     try {
-      const auto keys = reproduceKeys(v);
-      if (cli.target.selection.properties.empty()) cli.target.selection.properties = keys;  // replay only what it holds
+      reproduceKeys(v);
     } catch (const std::exception& e) {
       return std::string("--reproduce: ") + e.what();
     }
@@ -293,6 +292,18 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     return "run-target needs exactly one --manifest and --out";
   if (!cli.target.run.reproduce.empty() && cli.manifests.empty())
     return "--reproduce needs the --manifest of the run the string came from (report.md prints the whole command)";
+  if (!cli.target.run.reproduce.empty()) {  // replay only what the string holds, and all of it
+    const auto keys = reproduceKeys(cli.target.run.reproduce);
+    auto& selected = cli.target.selection.properties;
+    for (const auto& key : keys) {
+      bool in = selected.empty();
+      for (const auto& p : selected) in |= key == p || key.rfind(p + "/", 0) == 0;
+      if (!in)
+        return "--reproduce: the string replays " + key + ", which the --property given does not select "
+               "(leave --property out: the string names what it replays)";
+    }
+    if (selected.empty()) selected = keys;
+  }
   return "";
 }
 

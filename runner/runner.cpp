@@ -182,6 +182,9 @@ void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) 
 std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
   if (!r.timedOut && !r.stopped && !r.signal && (r.exitCode == 0 || r.exitCode == 1) && finished) return "";
   if (r.stopped) return "target process stopped (the run was interrupted)";
+  if (r.referenceTimedOut)
+    return "target process timed out on one case (CPU ATen computed its reference longer than " +
+           std::to_string(kReferenceStageSeconds) + " s)";
   if (r.caseTimedOut) return "target process timed out on one case (it ran longer than --case-timeout)";
   return r.timedOut ? "target process timed out after " + std::to_string(timeoutSeconds) + " s"
          : r.signal ? "target process died with signal " + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")"
@@ -332,6 +335,8 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     bool done = false;
     std::string lastCase;  // the in-flight case seen last, and since when
     std::chrono::steady_clock::time_point caseSince, lastLook;
+    std::string stage;  // its stage seen last, and since when
+    std::chrono::steady_clock::time_point stageSince;
   };
   std::vector<ChildResult> results(children.size());
   std::vector<Running> run(children.size());
@@ -382,11 +387,28 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
           fly = readFile(watch.inflightPath);
         } catch (const std::exception&) {
         }
+        std::string stage;
+        if (watch.referenceSeconds > 0 && !watch.stagePath.empty()) {
+          try {
+            stage = readFile(watch.stagePath);
+            stage.erase(stage.find_last_not_of(" \n") + 1);  // fixed width (flagprop.ops._stage)
+          } catch (const std::exception&) {
+          }
+        }
         if (fly != c.lastCase) {
           c.lastCase = fly;
           c.caseSince = now;
-        } else if (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds)) {
+          c.stage.clear();
+        }
+        if (stage != c.stage) {
+          c.stage = stage;
+          c.stageSince = now;
+        }
+        const bool referenceHangs = !fly.empty() && stage == "reference" &&
+                                    now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
+        if (referenceHangs || (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds))) {
           results[i].caseTimedOut = true;
+          results[i].referenceTimedOut = referenceHangs;
           stop(&results[i].timedOut);
           continue;
         }

@@ -74,16 +74,27 @@ struct ChildResult {
   int signal = 0;
   bool timedOut = false;
   bool caseTimedOut = false;  ///< one case outran the per-case limit (a hang), not the whole process
+  bool referenceTimedOut = false;  ///< ... in its CPU reference stage (CaseWatch::referenceSeconds)
   bool stopped = false;       ///< killed because stopRequested() (Ctrl-C, SIGTERM)
 };
 
 /// A child's per-case watch: `inflightPath` holds the case in flight (the
 /// child empties it between cases); a case in flight longer than
-/// `caseSeconds` ends the child (ChildResult::caseTimedOut).
+/// `caseSeconds` ends the child (ChildResult::caseTimedOut). Where
+/// `stagePath` is given (flagprop.ops._stage's file), a case whose stage has
+/// been `reference` (CPU ATen computing the reference, which has no compile
+/// to wait for) longer than `referenceSeconds` ends it too.
 struct CaseWatch {
   std::string inflightPath;
   int caseSeconds = 0;  ///< 0: no per-case limit
+  std::string stagePath;
+  int referenceSeconds = 0;  ///< 0: no limit of its own for the reference stage
 };
+
+/// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's
+/// inputs (at most 131072 elements per tensor) takes milliseconds, so a
+/// minute is a hang (e.g. LAPACK on inf input), not a slow case.
+constexpr int kReferenceStageSeconds = 60;
 
 /// Asks every runChild in this process to stop its child (a signal handler
 /// may call it: it only sets a flag).

@@ -566,6 +566,27 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   flagprop::removeTree(dir.string());
 }
 
+// A case stuck in its CPU reference stage (CPU ATen: no compile to wait
+// for) is stopped after the reference's own limit, long before
+// --case-timeout; one that is past that stage is not.
+TEST(Cli, ACaseStuckInItsReferenceIsStoppedEarly) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-stage-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  const std::string fly = (dir / "fly").string(), stage = (dir / "stage").string();
+  const auto child = [&](const std::string& where) {
+    return std::vector<std::string>{"/bin/sh", "-c", "echo case > " + fly + "; echo " + where + " > " + stage + "; sleep 30"};
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto r = flagprop::runChild(child("reference"), 60, "", {}, flagprop::CaseWatch{fly, 50, stage, 1});
+  EXPECT_TRUE(r.caseTimedOut && r.referenceTimedOut);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  r = flagprop::runChild(child("device"), 3, "", {}, flagprop::CaseWatch{fly, 50, stage, 1});
+  EXPECT_FALSE(r.caseTimedOut) << "the device stage has --case-timeout, not the reference's limit";
+  EXPECT_TRUE(r.timedOut);  // the process limit (3 s) ended it
+  flagprop::removeTree(dir.string());
+}
+
 // Ctrl-C reaches the target process too (a terminal signals the whole
 // foreground process group): it must not end it, or the interrupt becomes a
 // KeyboardInterrupt in the code under test, a target error or a "died with

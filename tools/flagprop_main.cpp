@@ -89,7 +89,8 @@ run options (--opt value or --opt=value):
                       those are set already, N is their N-th entry)
   --case-timeout SEC  one case's time limit (default 300; 0: none): a case that runs
                       longer is a hang, recorded with its reproducer, and a fresh
-                      process goes on (CPU ATen hanging on a generated case is a skip)
+                      process goes on (CPU ATen hanging on a generated case is a skip,
+                      after 60 s of its reference stage)
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run
@@ -556,7 +557,8 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     if (cli.target.precompileWorkers > 0)  // the process's own limit: its workers get a quarter of it
       a.insert(a.end(), {"--timeout", std::to_string(budgetLimits ? left : cli.timeoutSeconds)});
     const ChildResult r =
-        runChild(a, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds});
+        runChild(a, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds, stage,
+                                                                     std::min(kReferenceStageSeconds, cli.caseTimeoutSeconds)});
     if (r.stopped) return stoppedDoc("the run was interrupted; the runs left did not run", true);
     // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
     if (budgetLimits && r.timedOut && !r.caseTimedOut) return stoppedDoc(budgetWhy, true);

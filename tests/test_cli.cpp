@@ -29,9 +29,12 @@ int sh(const std::string& cmd, std::string* out = nullptr) {
       (fs::temp_directory_path() / ("flagprop-test-cli-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
           .string();
   int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
-  std::ifstream in(log);
   std::stringstream ss;
-  ss << in.rdbuf();
+  {
+    std::ifstream in(log);
+    ss << in.rdbuf();
+  }
+  fs::remove(log);
   if (out) *out = ss.str();
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -105,6 +108,7 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
         EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + r.at("reproducer").get<std::string>(), &o), 1)
             << t.at("name") << " " << r.at("property") << "\n" << o;
       }
+  flagprop::removeTree(dir.string());
 }
 
 TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
@@ -148,6 +152,7 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
   ASSERT_NE(r5, nullptr) << out;
   EXPECT_EQ(r5->at("status"), "fail");
+  flagprop::removeTree(dir.string());
 }
 
 // An op that kills its process on one layout and one that hangs on another:
@@ -189,6 +194,7 @@ TEST(Cli, ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn) {
         }
     EXPECT_EQ(found, 2) << target << "\n" << out;
   }
+  flagprop::removeTree(dir.string());
 }
 
 TEST(Cli, ThreadsAndProcessesTheCodeUnderTestLeavesRunningAreReported) {

@@ -14,8 +14,17 @@ namespace fs = std::filesystem;
 namespace flagprop {
 namespace {
 
+// The folder of writeTemp's files, one per test process, removed when it ends.
+const fs::path& tempDir() {
+  static const struct Dir {
+    fs::path path = fs::temp_directory_path() / ("flagprop-test-manifests-" + std::to_string(getpid()));
+    ~Dir() { flagprop::removeTree(path.string()); }
+  } dir;
+  return dir.path;
+}
+
 std::string writeTemp(const std::string& name, const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / "flagprop-test-manifests";
+  const fs::path& dir = tempDir();
   fs::create_directories(dir);
   const fs::path p = dir / name;
   std::ofstream(p) << text;
@@ -56,7 +65,7 @@ TEST(Manifest, MalformedJson) {
 }
 
 TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
-  const std::string fifo = (fs::temp_directory_path() / "flagprop-test-fifo").string();
+  const std::string fifo = (fs::temp_directory_path() / ("flagprop-test-fifo-" + std::to_string(getpid()))).string();
   fs::remove(fifo);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_NE(errorOf([&] { loadTarget(fifo); }).find("is not a regular file"), std::string::npos);
@@ -65,6 +74,7 @@ TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
             std::string::npos);
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_NE(errorOf([&] { loadTarget(writeTemp("deep.json", deep)); }).find("nested deeper than"), std::string::npos);
+  fs::remove(fifo);
 }
 
 TEST(Manifest, WrongSchemaAndMissingFields) {

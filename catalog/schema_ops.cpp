@@ -268,7 +268,8 @@ OpClass classifyOp(const OpSchema& s) {
   for (const auto& r : s.returns) tensorReturn |= baseType(r.type).first == "Tensor" || baseType(r.type).first == "Tensor[]";
   if (!tensorReturn) return no("returns no tensor (" + (s.returns.empty() ? std::string("nothing") : s.returns[0].type) + ")");
   for (const auto& r : s.returns)
-    if (!isTensorType(baseType(r.type).first)) return no("returns a " + r.type + " beside its tensors");
+    if (!isTensorType(baseType(r.type).first)) return no(std::string("returns ") + (std::string("aeiou").find(r.type.empty() ? 'x' : r.type[0]) != std::string::npos ? "an " : "a ") +
+                   r.type + " beside its tensors");
   bool sizeArg = false, strideArg = false;
   for (const auto& a : s.args) {
     sizeArg |= a.name == "size";

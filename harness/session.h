@@ -12,8 +12,9 @@ namespace flagprop {
 /// A target ready to run cases: hashes checked, the real FlagGems on
 /// sys.path where the manifest names one, the device present, the installer
 /// (and a fixture op module) loaded once to prove they load, and what the
-/// installer version claims read from its source.
-class TargetSession {
+/// installer version claims read from its source. Hidden visibility, as
+/// pybind11's own types (its py::object fields) have.
+class __attribute__((visibility("hidden"))) TargetSession {
  public:
   /// Prepares `t`. Throws ManifestError (one line naming the manifest) for a
   /// hash mismatch or a version its pin does not allow, a FlagGems that

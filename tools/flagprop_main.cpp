@@ -116,9 +116,10 @@ What the code under test prints (warnings, log records, prints) is captured per
 target and listed in report.md, not shown on the console.
 
 exit status: 0 every result as expected (pass, skip, or the manifest's
-'expect'); 1 some result unexpected, or a target error; 2 bad usage (an
-unknown option or command, a missing manifest file, a selection that selects
-nothing).
+'expect'); 1 some result unexpected, a target error, or not every run ran
+(--budget); 2 bad usage (an unknown option or command, a missing manifest
+file, a selection that selects nothing); 130 interrupted (Ctrl-C or SIGTERM:
+the target processes are stopped and the report of what ran is written).
 )";
 
 

@@ -572,6 +572,32 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   flagprop::removeTree(dir.string());
 }
 
+// A reproducer answers --help (exit 0) and refuses arguments it does not
+// know (exit 3, "cannot run") instead of running the case; its finding line
+// names real paths, not the "{ROOT}" placeholder of the file's variables.
+TEST(Cli, AReproducerAnswersHelpAndRefusesUnknownArguments) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-repro-args-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + FLAGPROP_SOURCE_DIR +
+                   "/fixtures/targets/r5-silent-skip.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
+  ASSERT_NE(r5, nullptr) << out;
+  const std::string repro = std::string(FLAGPROP_PYTHON_EXE) + " " + r5->at("reproducer").get<std::string>();
+  EXPECT_EQ(sh(repro + " --help", &out), 0) << out;
+  EXPECT_NE(out.find("usage: "), std::string::npos) << out;
+  EXPECT_EQ(sh(repro + " --bogus", &out), 3) << out;
+  EXPECT_NE(out.find("cannot run: unknown arguments --bogus"), std::string::npos) << out;
+  EXPECT_EQ(sh(repro, &out), 1) << out;
+  EXPECT_NE(out.find("finding: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("{ROOT}"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
 // A case stuck in its CPU reference stage (CPU ATen: no compile to wait
 // for) is stopped after the reference's own limit, long before
 // --case-timeout; one that is past that stage is not.

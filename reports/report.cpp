@@ -245,7 +245,8 @@ void coverageLine(std::ostringstream& md, const json& t) {
   if (c.value("ops", 0) < 20) return;
   md << "Coverage: " << c.value("ops", 0) << " ops; **judged " << c.value("judged", 0) << "** (pass "
      << c.value("pass", 0) << ", fail " << c.value("fail", 0) << " with " << c.value("distinct_failures", 0)
-     << " distinct failures); gave up (health: CPU ATen rejected most samples) " << c.value("gave_up", 0)
+     << " distinct failures); gave up (every result a health skip: CPU ATen rejected most samples, or "
+        "crashed or hung on them) " << c.value("gave_up", 0)
      << "; excluded " << c.value("excluded", 0);
   std::string why;
   for (const auto& e : c.at("excluded_because"))
@@ -642,8 +643,16 @@ std::string junitXml(const json& t, const json& prov) {
 }
 
 void printSummary(const json& report, std::ostream& os) {
+  // Each column as wide as its widest cell ("skip 292/999"), at least 10 (op
+  // properties) or 7 characters.
+  std::vector<size_t> width;
+  for (const auto& p : properties()) width.push_back(p.scope == PropertyDef::Scope::Op ? 10 : 7);
+  for (const auto& t : report.at("targets"))
+    if (t.value("status", "") == "ok")
+      for (size_t i = 0; i < properties().size(); ++i)
+        width[i] = std::max(width[i], matrixCell(t, properties()[i].id).size());
   os << "\n" << std::left << std::setw(30) << "target";
-  for (const auto& p : properties()) os << " " << std::setw(p.scope == PropertyDef::Scope::Op ? 10 : 7) << p.id;
+  for (size_t i = 0; i < properties().size(); ++i) os << " " << std::setw(static_cast<int>(width[i])) << properties()[i].id;
   os << "\n";
   std::vector<std::string> failing;
   for (const auto& t : report.at("targets")) {
@@ -654,8 +663,8 @@ void printSummary(const json& report, std::ostream& os) {
       failing.push_back(name + ": target error");
       continue;
     }
-    for (const auto& def : properties())
-      os << " " << std::setw(def.scope == PropertyDef::Scope::Op ? 10 : 7) << matrixCell(t, def.id);
+    for (size_t i = 0; i < properties().size(); ++i)
+      os << " " << std::setw(static_cast<int>(width[i])) << matrixCell(t, properties()[i].id);
     for (const auto& r : t.at("results"))
       if (!resultExpected(t, r))
         failing.push_back(name + ": " + resultLabel(r) + ": " + r.value("status", "") + " (expected " +

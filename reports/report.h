@@ -25,7 +25,8 @@ json mergeReport(const json& targets, const json& runInfo);
 /// Per-op coverage of one target document (its results with an `op`): ops,
 /// judged (pass + fail), pass, fail, distinct_failures (each failing
 /// result's first failure plus its observations.distinct_failures),
-/// gave_up (every result a skip: CPU ATen rejected most samples), excluded
+/// gave_up (every result a skip: CPU ATen rejected most samples, or crashed
+/// or hung on them), excluded
 /// and excluded_because [{reason, ops}], most frequent first. An op counts
 /// once however many dtypes and properties it ran.
 json opCoverage(const json& target);

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <set>
 #include <memory>
 #include <thread>
@@ -428,6 +429,20 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
 
 json capturedOutput(const std::string& path, size_t keep) { return capturedOutput(std::vector<std::string>{path}, keep); }
 
+namespace {
+
+// `line` without the time stamp and thread id of a glog line (LibTorch's
+// C++ warnings: "W1201 21:35:07.123456 12345 Resize.cpp:17] ..." becomes
+// "W Resize.cpp:17] ..."), so that one warning printed at many times is one
+// distinct line; other lines unchanged.
+std::string withoutLogStamp(const std::string& line) {
+  static const std::regex stamp(R"(^([IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d+ +\d+ (.*)$)");
+  std::smatch m;
+  return std::regex_match(line, m, stamp) ? m[1].str() + " " + m[2].str() : line;
+}
+
+}  // namespace
+
 json capturedOutput(const std::vector<std::string>& paths, size_t keep) {
   json out = {{"lines", 0}, {"distinct", json::array()}, {"tail", json::array()}};
   std::map<std::string, std::pair<size_t, size_t>> seen;  // text -> (count, first line)
@@ -439,7 +454,7 @@ json capturedOutput(const std::vector<std::string>& paths, size_t keep) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
       if (line.empty()) continue;
       if (line.size() > 300) line = line.substr(0, 297) + "...";
-      auto& s = seen[line];
+      auto& s = seen[withoutLogStamp(line)];
       if (s.first++ == 0) s.second = n;
       ++n;
       tail.push_back(line);

@@ -397,6 +397,16 @@ TEST(Cli, CapturedOutputOfSeveralProcessesIsCountedTogether) {
   EXPECT_EQ(c.at("distinct").size(), 40u);
   EXPECT_EQ(c.at("tail").back(), "common");
   EXPECT_EQ(c.at("tail").front(), "line 65");
+  // One LibTorch (glog) warning printed at three times is one distinct line.
+  const std::string glog = (dir / "glog.output.txt").string();
+  std::ofstream(glog) << "W1201 21:35:07.123456 12345 Resize.cpp:17] An output with one or more elements was resized\n"
+                      << "W1201 21:35:09.000001 12345 Resize.cpp:17] An output with one or more elements was resized\n"
+                      << "W1201 21:36:00.5 777 Resize.cpp:17] An output with one or more elements was resized\n"
+                      << "W1201 not a stamp\n";
+  const json g = flagprop::capturedOutput(std::vector<std::string>{glog});
+  EXPECT_EQ(g.at("distinct_lines"), 2) << g.dump();
+  EXPECT_EQ(g.at("distinct").at(0),
+            (json{{"text", "W Resize.cpp:17] An output with one or more elements was resized"}, {"count", 3}}));
   flagprop::removeTree(dir.string());
 }
 

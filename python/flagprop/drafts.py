@@ -322,6 +322,31 @@ def _kind_phrase(kind):
     return re.sub(r"( \(\u2026\))+$", "", kind)
 
 
+def _with_numbers(kind, members):
+    """``kind`` (a finding kind, numbers masked as "#" and parenthesised parts
+    as "(\u2026)" for grouping) with them put back where every member's own
+    text (its crash, reason or findings) has the same ones ("signal # (\u2026)"
+    -> "signal 11 (Segmentation fault)"); else ``kind`` unchanged. Returns a
+    str."""
+    if "#" not in kind and "\u2026" not in kind:
+        return kind
+    pattern = (re.escape(kind).replace(r"\#", r"(-?\d+(?:\.\d+)?)").replace("\u2026", "([^()]*?)")
+               .replace("<dtype>", r"\w+"))
+    seen = set()
+    for m in members:
+        obs = m.get("observations") if isinstance(m.get("observations"), dict) else {}
+        texts = (["crash: %s" % obs["crash"]] if obs.get("crash") else []) + [str(m.get("reason") or "")]
+        texts += [str(x) for x in (obs.get("numerics") or []) + (obs.get("aliasing") or [])]
+        found = next((hit.groups() for hit in (re.search(pattern, t) for t in texts) if hit), None)
+        if found is None:
+            return kind
+        seen.add(found)
+    if len(seen) != 1:
+        return kind
+    parts = iter(seen.pop())
+    return re.sub("#|\u2026", lambda _: next(parts), kind)
+
+
 def draft_title(g):
     """The title of group ``g`` (from ``group``): "[Project] subject: what
     (context)". The project is FlagGems for kernel properties (P5, P6) unless
@@ -333,7 +358,7 @@ def draft_title(g):
     prefix = "[fixture: %s]" % project if g["fixture"] else "[%s]" % project
     detail = g.get("exception_detail") or {}
     subject = g["op"] or detail.get("function") or "%s %s" % (g["property"], g["property_title"])
-    what = "; ".join(_kind_phrase(k) for k in g["kinds"][:2])
+    what = "; ".join(_kind_phrase(_with_numbers(k, g["members"])) for k in g["kinds"][:2])
     if len(g["kinds"]) > 2:
         what += " (and %d more kinds)" % (len(g["kinds"]) - 2)
     if g["exception"] and g["exception"] not in what:

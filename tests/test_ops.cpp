@@ -489,6 +489,38 @@ TEST(OpTeeth, SumsMayRoundAsAFloat32AccumulationButNotDropATerm) {
   EXPECT_EQ(test::runFixtureOp("well-behaved", "P5", "sum.dim_IntList", "float32", 100).status, "pass");
 }
 
+// The accumulation bound's n per rule, and which references carry the op on
+// |inputs|: every reduction and scan; a schema-derived entry only where an
+// output has fewer elements than its largest input (sum.default yes,
+// add.Tensor no: an elementwise op accumulates nothing).
+TEST(OpTeeth, AccumulationBoundCountsTheTermsOfEachOutputElement) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import torch
+from flagprop import ops, verdicts
+u = 2.0 ** -24
+g = lambda n: (n - 1) * u / (1 - (n - 1) * u)
+call = {"tensors": [{"shape": [64, 8, 16]}], "args": [{"tensor": 0}, [0, 2], False]}
+red = verdicts.accumulation_bound({"rule": "reduction", "dims_arg": 1}, "float32", call)
+scan = verdicts.accumulation_bound({"rule": "scan", "dim_arg": 1}, "float32",
+                                   {"tensors": [{"shape": [5, 300]}], "args": [{"tensor": 0}, -1]})
+schema = verdicts.accumulation_bound({"rule": "schema"}, "float32", call, [8])
+point = verdicts.accumulation_bound({"rule": "pointwise"}, "float32", call)
+ok_bounds = (abs(red - g(1024)) < 1e-18, abs(scan - g(300)) < 1e-18, abs(schema - g(1024)) < 1e-18, point == 0.0)
+layout = {"dtype": "float32", "shape": [4, 6], "strides": [6, 1], "offset": 0, "storage": 24, "seed": 3, "values": "normal"}
+one = {"tensors": [layout], "args": [{"tensor": 0}], "kwargs": {}}
+two = {"tensors": [layout, dict(layout, seed=4)], "args": [{"tensor": 0}, {"tensor": 1}], "kwargs": {}}
+summed, _ = ops.reference("sum.default", one, ops.build_cpu(one), True, False, "if_reducing")
+added, _ = ops.reference("add.Tensor", two, ops.build_cpu(two), True, False, "if_reducing")
+x = ops.build_cpu(one)[0].double()
+ok_refs = ("magnitude" in summed[0] and abs(float(summed[0]["magnitude"]) - float(x.abs().sum())) < 1e-9,
+           "magnitude" not in added[0])
+)", scope);
+  EXPECT_EQ(py::str(scope["ok_bounds"]).cast<std::string>(), "(True, True, True, True)");
+  EXPECT_EQ(py::str(scope["ok_refs"]).cast<std::string>(), "(True, True)");
+}
+
 // The median of what the mock's delayed stock runs really spent in their
 // delay loop since `clearDelaySpent`, µs per call (at least the asked
 // run_delay_us: the loop ends at the first clock read past it).

@@ -321,11 +321,13 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     "values", "same_dtype", "aliases", "shares_outputs", "source"}``, and
     per input ``relaid`` (below).
 
-    With ``magnitude`` (sums, means and scans: ``verdicts.ACCUMULATING``)
-    each floating output also has ``magnitude``: the op on the absolute
-    values of the inputs in float64 (per output element, the sum of |x| of
-    the elements it accumulates; for a mean, divided by their count), from
-    which the rounding-error bound of a float32 accumulation is derived.
+    With ``magnitude`` True (sums, means, scans), or "if_reducing" (schema-
+    derived entries) where an output has fewer elements than the largest
+    input (the op accumulates), each floating output also has
+    ``magnitude``: the op on the absolute values of the inputs in float64
+    (per output element, the sum of |x| of the elements it accumulates; for
+    a mean, divided by their count; for a matrix product, |A| |B|), from which
+    the rounding-error bound of a float32 accumulation is derived.
 
     ``same_dtype`` is the CPU kernel's output on copies of the inputs laid
     out as they are (shape, strides, storage offset) in their own dtypes;
@@ -382,9 +384,14 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     else:
         values = same
     mags = None
-    if magnitude and any(t.is_floating_point() for t in cpu):
+    largest = max([t.numel() for t in cpu] or [0])
+    reduces = any(m.numel() < largest for m in shapes_from)
+    if magnitude and any(t.is_floating_point() for t in cpu) and (magnitude is True or reduces):
         absolute = [t.double().abs() if t.is_floating_point() else t for t in cpu]
-        mags = call_op(fn, call, absolute, cpu_device)
+        try:
+            mags = call_op(fn, call, absolute, cpu_device)
+        except Exception:  # an op that rejects what |x| makes of its arguments: no bound of its own
+            mags = None
     outputs = []
     for i, m in enumerate(shapes_from):
         out = {"dtype": dtype_name(m.dtype), "shape": list(m.shape), "values": values[i], "aliases": aliases[i],
@@ -561,8 +568,10 @@ def judge_case(target, case, gates, judging):
     """``observe_case`` then ``verdicts.op_findings``: the plain-data findings
     of one case (with ``discard``, ``compilations`` and ``time_us`` from the
     observation). ``judging`` is the catalog entry's judging spec."""
+    rule = judging.get("tolerance", {}).get("rule")
+    magnitude = rule in verdicts.ACCUMULATING and (True if rule != "schema" else "if_reducing")
     obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
-                       judging.get("tolerance", {}).get("rule") in verdicts.ACCUMULATING)
+                       magnitude)
     if "discard" in obs:
         return obs
     t0 = time.perf_counter()

@@ -339,23 +339,30 @@ def tolerance(rule, dtype, out_dtype, call, out_shape=None):
     raise ValueError("unknown tolerance rule %r" % kind)
 
 
-#: Tolerance rules of ops that accumulate (sums, means, scans): their
-#: reference carries the op on |inputs| (``ops.reference``'s ``magnitude``).
-ACCUMULATING = ("reduction", "scan")
+#: Tolerance rules of ops that may accumulate (sums, means, scans; schema-
+#: derived entries that have fewer output than input elements, e.g.
+#: ``sum.default``, ``mm``): their reference carries the op on |inputs|
+#: (``ops.reference``'s ``magnitude``).
+ACCUMULATING = ("reduction", "scan", "schema")
 
 
-def accumulation_bound(rule, dtype, call):
+def accumulation_bound(rule, dtype, call, out_shape=None):
     """gamma_(n-1) = (n-1) u / (1 - (n-1) u): the factor that, times the sum
     of |x| of the n elements one output element accumulates, bounds the
     rounding error of their sum computed in any order (Higham, *Accuracy and
-    Stability of Numerical Algorithms*, 2nd ed., section 4.2). u is the unit
+    Stability of Numerical Algorithms*, 2nd ed., sections 3.1 and 4.2; for
+    a product of matrices, times |A| |B|, the op on |inputs|). u is the unit
     roundoff of the accumulation: 2^-24 (float32; float16 and bfloat16
     kernels accumulate in float32 too), 2^-53 for float64 runs. n as in
-    ``tolerance``; 0.0 for rules that do not accumulate or n <= 1."""
+    ``tolerance`` (``schema``: the largest input's elements per output
+    element, ``out_shape``); 0.0 for rules that do not accumulate or n <= 1."""
     if rule["rule"] not in ACCUMULATING:
         return 0.0
-    shape = call["tensors"][0]["shape"]
-    if rule["rule"] == "reduction":
+    shape = call["tensors"][0]["shape"] if call["tensors"] else []
+    if rule["rule"] == "schema":
+        largest = max([_numel(t["shape"]) for t in call["tensors"]] or [1])
+        n = int(largest // max(_numel(out_shape or []), 1))
+    elif rule["rule"] == "reduction":
         dims = call["args"][rule["dims_arg"]]
         n = 1
         for d in (dims if isinstance(dims, list) else [dims]):
@@ -629,7 +636,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
             else:
                 rtol, atol = tolerance(judging["tolerance"], case["dtype"], ex["dtype"], call, ex["shape"])
                 if "magnitude" in ex and rtol:  # + the rounding bound of the accumulation, per output element
-                    atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call) * ex["magnitude"]
+                    atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call, ex["shape"]) * ex["magnitude"]
                 f = compare_close(snap, ex["values"], rtol, atol)
                 if f and judging.get("reference") == "either" and "same_dtype" in ex:
                     # Schema-derived entries: CPU ATen in float64 or in the run's own dtype.

@@ -311,6 +311,15 @@ void opTable(std::ostringstream& md, const json& t) {
 
 namespace {
 
+// A summary's results per status in words: "12 pass, 1 fail, 0 skip, 0 error".
+std::string resultCounts(const json& summary) {
+  std::string counts;
+  for (const char* status : {"pass", "fail", "skip", "error"})
+    if (summary.at("results").contains(status))
+      counts += (counts.empty() ? "" : ", ") + std::to_string(summary.at("results").value(status, 0L)) + " " + status;
+  return counts.empty() ? "none" : counts;
+}
+
 void header(std::ostringstream& md, const json& report) {
   const auto& prov = report.at("provenance");
   md << "# flagprop report\n\n- schema: `" << report.value("schema", "") << "`\n";
@@ -335,12 +344,7 @@ void header(std::ostringstream& md, const json& report) {
     md << "- versions: " << versions << "\n";
   }
   const auto& s = report.at("summary");
-  // "12 pass, 1 fail, 0 skip, 0 error"
-  std::string counts;
-  for (const char* status : {"pass", "fail", "skip", "error"})
-    if (s.at("results").contains(status))
-      counts += (counts.empty() ? "" : ", ") + std::to_string(s.at("results").value(status, 0L)) + " " + status;
-  md << "- results: " << (counts.empty() ? "none" : counts) << "; target errors: " << s.value("target_errors", 0)
+  md << "- results: " << resultCounts(s) << "; target errors: " << s.value("target_errors", 0)
      << "; unexpected: " << s.at("unexpected").size() << "\n\n";
   if (!s.at("unexpected").empty()) {
     md << "## Unexpected results\n\n";
@@ -679,7 +683,7 @@ void printSummary(const json& report, std::ostream& os) {
     os << "\n";
   }
   const auto& s = report.at("summary");
-  os << "\nresults " << s.at("results").dump() << ", target errors " << s.value("target_errors", 0)
+  os << "\nresults: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0)
      << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
   for (size_t i = 0; i < failing.size() && i < 20; ++i) os << "  unexpected: " << failing[i] << "\n";
   if (failing.size() > 20) os << "  ... and " << failing.size() - 20 << " more (report.md)\n";

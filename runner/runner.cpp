@@ -388,14 +388,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
           fly = readFile(watch.inflightPath);
         } catch (const std::exception&) {
         }
-        std::string stage;
-        if (watch.referenceSeconds > 0 && !watch.stagePath.empty()) {
-          try {
-            stage = readFile(watch.stagePath);
-            stage.erase(stage.find_last_not_of(" \n") + 1);  // fixed width (flagprop.ops._stage)
-          } catch (const std::exception&) {
-          }
-        }
+        const std::string stage = watch.referenceSeconds > 0 ? readStage(watch.stagePath) : "";
         if (fly != c.lastCase) {
           c.lastCase = fly;
           c.caseSince = now;
@@ -425,6 +418,18 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     if (WIFSIGNALED(run[i].status)) results[i].signal = WTERMSIG(run[i].status);
   }
   return results;
+}
+
+std::string readStage(const std::string& path) {
+  if (path.empty()) return "";
+  std::string stage;
+  try {
+    stage = readFile(path);
+  } catch (const std::exception&) {
+    return "";
+  }
+  stage.erase(stage.find_last_not_of(" \n") + 1);  // written fixed-width, never truncated
+  return stage;
 }
 
 json capturedOutput(const std::string& path, size_t keep) { return capturedOutput(std::vector<std::string>{path}, keep); }

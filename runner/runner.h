@@ -91,6 +91,12 @@ struct CaseWatch {
   int referenceSeconds = 0;  ///< 0: no limit of its own for the reference stage
 };
 
+/// What the case in flight of a target process is doing, from its stage
+/// file (flagprop.ops._stage, $FLAGPROP_STAGE_FILE): "reference" (CPU ATen),
+/// "device" (the op under test), or "" (another part of the case, no file,
+/// or a path of "").
+std::string readStage(const std::string& path);
+
 /// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's
 /// inputs (at most 131072 elements per tensor) takes milliseconds, so a
 /// minute is a hang (e.g. LAPACK on inf input), not a slow case.

@@ -256,7 +256,9 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   // A --property that does not select what the string holds is refused, in either order.
   for (const std::string order : {" --property P1 --reproduce '" + repro + "'", " --reproduce '" + repro + "' --property P1"}) {
     EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run" + order + " --manifest " + manifest, &out), 2) << out;
-    EXPECT_NE(out.find("the string replays P4, which the --property given does not select"), std::string::npos) << out;
+    EXPECT_NE(out.find("the string replays P4, which the --property / --op / --dtype given do not select"),
+              std::string::npos)
+        << out;
   }
   // report.json's replay command runs as written, even for a manifest path a shell would split.
   fs::create_directories(dir / "odd");

@@ -521,6 +521,38 @@ ok_refs = ("magnitude" in summed[0] and abs(float(summed[0]["magnitude"]) - floa
   EXPECT_EQ(py::str(scope["ok_refs"]).cast<std::string>(), "(True, True)");
 }
 
+// The stage file (what the case in flight is doing, which the parent reads
+// to stop a hanging CPU reference early and to tell a reference crash from
+// the op's) is the case's own: every case starts with none, so that a P7 /
+// P8 / P9 case after an op case that ended in its reference is not taken
+// for a reference that hangs.
+TEST(OpTeeth, EveryCaseStartsWithoutTheLastCasesStage) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import os, tempfile
+from flagprop import checks, ops
+saved = dict(ops._STAGE)
+fd, path = tempfile.mkstemp()
+ops._STAGE["fd"] = fd
+try:
+    ops._stage("reference")
+    before = open(path).read().strip()
+    try:
+        checks.check("no such kind", {}, {})
+    except ValueError:
+        pass
+    after = open(path).read().strip()
+finally:
+    ops._STAGE.clear()
+    ops._STAGE.update(saved)
+    os.close(fd)
+    os.unlink(path)
+)", scope);
+  EXPECT_EQ(scope["before"].cast<std::string>(), "reference");
+  EXPECT_EQ(scope["after"].cast<std::string>(), "");
+}
+
 // The median of what the mock's delayed stock runs really spent in their
 // delay loop since `clearDelaySpent`, µs per call (at least the asked
 // run_delay_us: the loop ends at the first clock read past it).

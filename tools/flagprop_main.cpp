@@ -296,15 +296,15 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     return "--reproduce needs the --manifest of the run the string came from (report.md prints the whole command)";
   if (!cli.target.run.reproduce.empty()) {  // replay only what the string holds, and all of it
     const auto keys = reproduceKeys(cli.target.run.reproduce);
-    auto& selected = cli.target.selection.properties;
-    for (const auto& key : keys) {
-      bool in = selected.empty();
-      for (const auto& p : selected) in |= key == p || key.rfind(p + "/", 0) == 0;
-      if (!in)
-        return "--reproduce: the string replays " + key + ", which the --property given does not select "
-               "(leave --property out: the string names what it replays)";
+    for (const auto& key : keys) {  // a run key: ID or ID/OP/DTYPE (op names hold no '/')
+      const size_t a = key.find('/'), b = a == std::string::npos ? a : key.find('/', a + 1);
+      const std::string id = key.substr(0, a), op = a == std::string::npos ? "" : key.substr(a + 1, b - a - 1),
+                        dtype = b == std::string::npos ? "" : key.substr(b + 1);
+      if (!cli.target.selection.takes(id, op, dtype))
+        return "--reproduce: the string replays " + key + ", which the --property / --op / --dtype given do not "
+               "select (leave them out: the string names what it replays)";
     }
-    if (selected.empty()) selected = keys;
+    if (cli.target.selection.properties.empty()) cli.target.selection.properties = keys;
   }
   return "";
 }
@@ -594,12 +594,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
                 << "; results written before that are kept" << std::endl;
       return doc;
     }
-    std::string where;
-    try {
-      where = readFile(stage);
-      where.erase(where.find_last_not_of(" \n") + 1);  // written fixed-width (flagprop.ops._stage)
-    } catch (const std::exception&) {
-    }
+    const std::string where = readStage(stage);
     PropertyOutcome o = crashOutcome(fly, why);
     o.observations["limit_s"] = std::min(cli.timeoutSeconds, 120);  // the reproducer's time limit
     if (where == "reference") {  // CPU ATen died, not the op under test: nothing judged

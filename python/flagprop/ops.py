@@ -384,9 +384,8 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     else:
         values = same
     mags = None
-    largest = max([t.numel() for t in cpu] or [0])
-    reduces = any(m.numel() < largest for m in shapes_from)
-    if magnitude and any(t.is_floating_point() for t in cpu) and (magnitude is True or reduces):
+    if magnitude and any(t.is_floating_point() for t in cpu) and (
+            magnitude is True or any(m.numel() < max(t.numel() for t in cpu) for m in shapes_from)):
         absolute = [t.double().abs() if t.is_floating_point() else t for t in cpu]
         try:
             mags = call_op(fn, call, absolute, cpu_device)
@@ -494,8 +493,10 @@ _STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no
 
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
-    ``device``: the op under test) in the file $FLAGPROP_STAGE_FILE names,
-    so that the parent of a process that dies knows whose crash it was."""
+    ``device``: the op under test; "": neither, set as every case starts by
+    ``checks.check``) in the file $FLAGPROP_STAGE_FILE names, so that the
+    parent of a process that dies or hangs knows whose crash or hang it
+    was."""
     if "fd" not in _STAGE:  # the C++ session sets the variable before the first case
         path = os.environ.get("FLAGPROP_STAGE_FILE")
         _STAGE["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644) if path else None

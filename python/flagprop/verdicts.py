@@ -320,22 +320,8 @@ def tolerance(rule, dtype, out_dtype, call, out_shape=None):
         return rtol, POINTWISE_ATOL
     if kind == "normalization":
         return max(rtol, 1e-5), POINTWISE_ATOL
-    if kind == "schema":
-        largest = max([_numel(t["shape"]) for t in call["tensors"]] or [1])
-        n = largest / max(_numel(out_shape or []), 1)
-        return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
-    shape = call["tensors"][0]["shape"]
-    if kind == "reduction":
-        dims = call["args"][rule["dims_arg"]]
-        n = 1
-        for d in (dims if isinstance(dims, list) else [dims]):
-            if shape:
-                n *= shape[_norm_dim(d, len(shape))]
-        return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
-    if kind == "scan":
-        d = call["args"][rule["dim_arg"]]
-        n = shape[_norm_dim(d, len(shape))] if shape else 1
-        return rtol, POINTWISE_ATOL * math.sqrt(max(n, 1))
+    if kind in ACCUMULATING:
+        return rtol, POINTWISE_ATOL * math.sqrt(max(_accumulated(rule, call, out_shape), 1))
     raise ValueError("unknown tolerance rule %r" % kind)
 
 
@@ -346,6 +332,27 @@ def tolerance(rule, dtype, out_dtype, call, out_shape=None):
 ACCUMULATING = ("reduction", "scan", "schema")
 
 
+def _accumulated(rule, call, out_shape=None):
+    """n, the input elements one output element accumulates, by tolerance
+    ``rule``: ``reduction``, the product of the reduced dims of the first
+    input (``dims_arg``); ``scan``, the length of its scanned dim
+    (``dim_arg``); ``schema``, the largest input's elements per element of
+    the output (``out_shape``). A float (schema) or int, at least 0."""
+    if rule["rule"] == "schema":
+        largest = max([_numel(t["shape"]) for t in call["tensors"]] or [1])
+        return largest / max(_numel(out_shape or []), 1)
+    shape = call["tensors"][0]["shape"] if call["tensors"] else []
+    if rule["rule"] == "reduction":
+        dims = call["args"][rule["dims_arg"]]
+        n = 1
+        for d in (dims if isinstance(dims, list) else [dims]):
+            if shape:
+                n *= shape[_norm_dim(d, len(shape))]
+        return n
+    d = call["args"][rule["dim_arg"]]
+    return shape[_norm_dim(d, len(shape))] if shape else 1
+
+
 def accumulation_bound(rule, dtype, call, out_shape=None):
     """gamma_(n-1) = (n-1) u / (1 - (n-1) u): the factor that, times the sum
     of |x| of the n elements one output element accumulates, bounds the
@@ -353,24 +360,11 @@ def accumulation_bound(rule, dtype, call, out_shape=None):
     Stability of Numerical Algorithms*, 2nd ed., sections 3.1 and 4.2; for
     a product of matrices, times |A| |B|, the op on |inputs|). u is the unit
     roundoff of the accumulation: 2^-24 (float32; float16 and bfloat16
-    kernels accumulate in float32 too), 2^-53 for float64 runs. n as in
-    ``tolerance`` (``schema``: the largest input's elements per output
-    element, ``out_shape``); 0.0 for rules that do not accumulate or n <= 1."""
+    kernels accumulate in float32 too), 2^-53 for float64 runs. n from
+    ``_accumulated``; 0.0 for rules that do not accumulate or n <= 1."""
     if rule["rule"] not in ACCUMULATING:
         return 0.0
-    shape = call["tensors"][0]["shape"] if call["tensors"] else []
-    if rule["rule"] == "schema":
-        largest = max([_numel(t["shape"]) for t in call["tensors"]] or [1])
-        n = int(largest // max(_numel(out_shape or []), 1))
-    elif rule["rule"] == "reduction":
-        dims = call["args"][rule["dims_arg"]]
-        n = 1
-        for d in (dims if isinstance(dims, list) else [dims]):
-            if shape:
-                n *= shape[_norm_dim(d, len(shape))]
-    else:
-        d = call["args"][rule["dim_arg"]]
-        n = shape[_norm_dim(d, len(shape))] if shape else 1
+    n = int(_accumulated(rule, call, out_shape))
     u = 2.0 ** -53 if dtype == "float64" else 2.0 ** -24
     m = max(n - 1, 0) * u
     return m / (1 - m) if m < 1 else float("inf")

@@ -205,6 +205,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   auto body = [&]() {
     const Case c = *run.generator;
     if (opts.progress) opts.progress(judged++);
+    if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
     if (!opts.inflightPath.empty()) overwriteFile(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
     // Emptied when the case ends however it ends (RC_FAIL throws): a crash
     // or a stall between cases is never put on the last case.

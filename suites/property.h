@@ -35,6 +35,10 @@ struct RunOptions {
   /// "case": the case's JSON}), so that a parent whose child process died
   /// on it knows the case; empty: not written.
   std::string inflightPath;
+  /// The stage file of flagprop.ops._stage ($FLAGPROP_STAGE_FILE): emptied
+  /// as each case starts, so that the stage read there is the case's own
+  /// (none until an op case reaches its reference); empty: not touched.
+  std::string stagePath;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).

@@ -360,7 +360,8 @@ int runTargetCommand(const Cli& cli) {
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   opts.docPath = outPath;
   opts.exitOnDeviceLost = true;
-  setenv("FLAGPROP_STAGE_FILE", (outPath + ".stage").c_str(), 1);  // and this (flagprop.ops._stage)
+  opts.run.stagePath = outPath + ".stage";  // and this (flagprop.ops._stage), emptied as each case starts
+  setenv("FLAGPROP_STAGE_FILE", opts.run.stagePath.c_str(), 1);
   const json doc = runTarget(cli.manifests[0], opts, sink);
   writeText(outPath, jsonText(doc));
   if (doc.value("status", "") != "ok") return 1;

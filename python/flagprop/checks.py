@@ -153,7 +153,6 @@ def check(kind, target, case, judging=None):
     the code under test started and did not end is listed in the result's
     ``left_running`` (see ``_left_running``), which the C++ session gathers
     per target and the report lists."""
-    ops._stage("")  # a stage is the case's own: none until an op case reaches its reference
     threads_before = {t.ident for t in threading.enumerate()}
     children_before = _children()  # not the last case's "after": a child may start between cases
     result = _check(kind, target, case, judging)

@@ -493,10 +493,10 @@ _STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no
 
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
-    ``device``: the op under test; "": neither, set as every case starts by
-    ``checks.check``) in the file $FLAGPROP_STAGE_FILE names, so that the
-    parent of a process that dies or hangs knows whose crash or hang it
-    was."""
+    ``device``: the op under test; the harness empties the file as every
+    case starts, suites/property.cpp) in the file $FLAGPROP_STAGE_FILE names,
+    so that the parent of a process that dies or hangs knows whose crash or
+    hang it was."""
     if "fd" not in _STAGE:  # the C++ session sets the variable before the first case
         path = os.environ.get("FLAGPROP_STAGE_FILE")
         _STAGE["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644) if path else None

@@ -1,13 +1,16 @@
 #include "core/files.h"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <fcntl.h>
 #include <ftw.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -109,13 +112,41 @@ void overwriteFile(const std::string& path, const std::string& text) {
 
 void writeText(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw FileError("cannot write " + path);
-    out << text;
-    if (!out) throw FileError("cannot write " + path);
+  const auto fail = [&](const char* step) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());  // nothing half-written is left behind
+    throw FileError("cannot write " + path + " (" + step + ": " + why + ")");
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("open");
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      errno = e;
+      fail("write");
+    }
+    done += static_cast<size_t>(n);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw FileError("cannot write " + path);
+  if (::close(fd) != 0) fail("close");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+}
+
+std::string hmacSha256Hex(const std::string& key, const std::string& text) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(text.data()),
+            text.size(), mac, &n))
+    throw std::runtime_error("HMAC-SHA256 failed (OpenSSL)");
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += hex[mac[i] >> 4];
+    out += hex[mac[i] & 15];
+  }
+  return out;
 }
 
 }  // namespace flagprop

@@ -39,8 +39,13 @@ void removeTree(const std::string& path);
 std::string jsonText(const nlohmann::json& j);
 
 /// Writes `text` to `path` atomically (a temporary file, then rename).
-/// Throws FileError naming the path on failure.
+/// Throws FileError naming the path and the reason ("cannot write P (write:
+/// No space left on device)"); the temporary file is removed on failure.
 void writeText(const std::string& path, const std::string& text);
+
+/// HMAC-SHA256 of `text` under `key` (RFC 2104, OpenSSL's HMAC), as 64
+/// lower-case hex digits.
+std::string hmacSha256Hex(const std::string& key, const std::string& text);
 
 /// Replaces the content of `path` with `text` through a file descriptor kept
 /// open per path (one pwrite and one ftruncate: a few µs, where writeText's

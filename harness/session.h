@@ -37,8 +37,10 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// Whether the installer's gates are open for `g` (flagprop.verdicts.gates_open).
   bool gatesOpen(const Gates& g) const;
 
-  /// Observes and judges one case (flagprop.checks.check) in a fresh
-  /// Sandbox: `kind` install | install2 | launch | key | op, `caseJson` the
+  /// Observes one case (flagprop.checks.observe) in a fresh Sandbox and
+  /// judges it (flagprop.checks.judge) once the sandbox is restored, so that
+  /// nothing the code under test rebinds reaches its verdict: `kind` install
+  /// | install2 | launch | key | op | hits | streams | timing, `caseJson` the
   /// case's JSON form, `judging` the catalog entry's judging spec (op).
   /// Returns check's result as JSON, plus `time_us` (µs, the whole call)
   /// and `sandbox_us` (µs of it spent taking and restoring the sandbox).

@@ -2,6 +2,7 @@
 
 #include "catalog/catalog.h"
 #include "core/files.h"
+#include "suites/registry.h"
 #include "runner/precompile.h"
 
 #include <gtest/gtest.h>
@@ -143,13 +144,16 @@ std::string runKey(const PropertyRun& r) { return r.op.empty() ? r.id : r.id + "
 
 // Keeps the results of an earlier process of this target and drops their
 // runs; the op runs of an op and dtype that crashed there get the crash.
-void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) {
+// Returns "" or why the document cannot be resumed from.
+std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc, const std::string& key) {
   json before;
   try {
     before = json::parse(readFile(path));
   } catch (const std::exception&) {
-    return;  // nothing was written: run everything
+    return "";  // nothing was written: run everything
   }
+  if (!takeDocumentMac(before, key))
+    return "the document to resume from (" + path + ") was changed by something other than flagprop (its MAC does not match)";
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   std::set<std::string> done;
   std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
@@ -176,6 +180,7 @@ void resume(const std::string& path, std::vector<PropertyRun>& runs, json& doc) 
     left.push_back(std::move(run));
   }
   runs = std::move(left);
+  return "";
 }
 
 }  // namespace
@@ -241,8 +246,11 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
     std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;
     return targetError(doc, e.what());
   }
-  if (!opts.resumeFrom.empty()) resume(opts.resumeFrom, runs, doc);
-  if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
+  if (!opts.resumeFrom.empty()) {
+    const std::string why = resume(opts.resumeFrom, runs, doc, opts.docKey);
+    if (!why.empty()) return targetError(doc, why);
+  }
+  if (!opts.docPath.empty()) writeTargetDocument(opts.docPath, doc, opts.docKey);
   // Not again in a process resumed after a crash: the first one's workers filled the cache.
   if (opts.precompileWorkers > 0 && opts.resumeFrom.empty()) {
     if (opts.progressFd >= 0) {
@@ -257,7 +265,7 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
         std::cout << "[" << doc["name"].get<std::string>() << "] compiled ahead: " << pre.value("ran", 0) << " of "
                   << pre.value("cases", 0) << " calls in " << pre.value("workers", 0) << " processes, "
                   << static_cast<int>(pre.value("seconds", 0.0)) << " s" << std::endl;
-      if (!opts.docPath.empty()) writeText(opts.docPath, jsonText(doc));
+      if (!opts.docPath.empty()) writeTargetDocument(opts.docPath, doc, opts.docKey);
     }
   }
   runAsTests(runs, *session, doc, opts, sink);
@@ -276,15 +284,19 @@ bool stopRequested() { return gStop != 0; }
 namespace {
 
 // Starts one child as runChild describes; its pid, or 0 when it could not start.
-pid_t spawnChild(const ChildSpec& c) {
+// `console` (when >= 0) is the write end of the pipe that becomes the
+// child's fd 3; `secret` the read end of the one that becomes its fd 4.
+pid_t spawnChild(const ChildSpec& c, int console, int secret) {
   std::vector<char*> argv;
   for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = 0;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);  // never the terminal
+  if (console >= 0) posix_spawn_file_actions_adddup2(&fa, console, 3);  // the progress line, relayed
+  if (secret >= 0) posix_spawn_file_actions_adddup2(&fa, secret, 4);
   if (!c.capturePath.empty()) {
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, 3);  // the console, for the progress line
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, c.capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
   }
@@ -341,12 +353,34 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
   };
   std::vector<ChildResult> results(children.size());
   std::vector<Running> run(children.size());
+  std::vector<int> relay(children.size(), -1);  // read ends of the children's console pipes
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < children.size(); ++i) {
-    run[i].pid = spawnChild(children[i]);
+    int console[2] = {-1, -1}, secret[2] = {-1, -1};
+    if (!children[i].capturePath.empty() && pipe2(console, O_CLOEXEC) == 0) fcntl(console[0], F_SETFL, O_NONBLOCK);
+    if (!children[i].secret.empty() && pipe2(secret, O_CLOEXEC) != 0) secret[0] = secret[1] = -1;
+    run[i].pid = children[i].secret.empty() || secret[0] >= 0 ? spawnChild(children[i], console[1], secret[0]) : 0;
+    if (console[1] >= 0) close(console[1]);
+    if (secret[0] >= 0) {
+      close(secret[0]);
+      // Fits the pipe's buffer (PIPE_BUF): the write never waits for the child.
+      [[maybe_unused]] const auto n = write(secret[1], children[i].secret.data(), children[i].secret.size());
+      close(secret[1]);
+    }
+    relay[i] = console[0];
     run[i].done = run[i].pid == 0;
     run[i].caseSince = run[i].lastLook = start;
   }
+  // Copies what a child wrote to its fd 3 to this process's stdout.
+  const auto pump = [&](size_t i) {
+    if (relay[i] < 0) return;
+    char buf[4096];
+    ssize_t n = 0;
+    for (int k = 0; k < 16 && (n = read(relay[i], buf, sizeof buf)) > 0; ++k) {  // at most 64 KiB a look
+      std::cout.flush();
+      [[maybe_unused]] const auto w = write(STDOUT_FILENO, buf, static_cast<size_t>(n));
+    }
+  };
   const auto deadline = start + std::chrono::seconds(timeoutSeconds);
   for (;;) {
     bool left = false;
@@ -354,6 +388,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     for (size_t i = 0; i < children.size(); ++i) {
       Running& c = run[i];
       if (c.done) continue;
+      pump(i);
       const bool group = children[i].ownGroup;
       if (group) {  // ended? (not reaped yet: its pid, its group's id, cannot be reused before the group is killed)
         siginfo_t info{};
@@ -413,6 +448,8 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (size_t i = 0; i < children.size(); ++i) {
+    pump(i);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
+    if (relay[i] >= 0) close(relay[i]);
     if (run[i].pid == 0) continue;
     if (WIFEXITED(run[i].status)) results[i].exitCode = WEXITSTATUS(run[i].status);
     if (WIFSIGNALED(run[i].status)) results[i].signal = WTERMSIG(run[i].status);
@@ -477,14 +514,66 @@ json capturedOutput(const std::vector<std::string>& paths, size_t keep) {
   return out;
 }
 
+void writeTargetDocument(const std::string& path, json doc, const std::string& key) {
+  doc.erase("mac");
+  if (!key.empty()) doc["mac"] = hmacSha256Hex(key, jsonText(doc));
+  writeText(path, jsonText(doc));
+}
+
+bool takeDocumentMac(json& doc, const std::string& key) {
+  const json mac = doc.is_object() && doc.contains("mac") ? doc.at("mac") : json();
+  if (doc.is_object()) doc.erase("mac");
+  if (key.empty()) return true;
+  return mac.is_string() && mac.get<std::string>() == hmacSha256Hex(key, jsonText(doc));
+}
+
+bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned) {
+  const std::set<std::string> want(planned.begin(), planned.end());
+  std::set<std::string> seen;
+  json kept = json::array(), missing = json::array(), unexpected = json::array();
+  for (const auto& r : doc.value("results", json::array())) {
+    const std::string key = r.is_object() ? r.value("key", std::string()) : std::string();
+    if (key == "process" || (want.count(key) && seen.insert(key).second)) kept.push_back(r);
+    else unexpected.push_back(key);
+  }
+  for (const auto& key : planned) {
+    if (seen.count(key)) continue;
+    missing.push_back(key);
+    const auto a = key.find('/'), b = a == std::string::npos ? a : key.find('/', a + 1);
+    const PropertyDef* def = findProperty(key.substr(0, a));
+    json r = {{"property", key.substr(0, a)}, {"title", def ? def->title : std::string()}, {"key", key},
+              {"status", "error"}, {"cases_run", 0},
+              {"reason", "no result: the target process finished without one for this run (its document does not "
+                         "hold it; the code under test may have rewritten the document)"}};
+    if (b != std::string::npos) {
+      r["op"] = key.substr(a + 1, b - a - 1);
+      r["dtype"] = key.substr(b + 1);
+    }
+    kept.push_back(r);
+  }
+  if (missing.empty() && unexpected.empty()) return true;
+  doc["results"] = kept;
+  doc["plan_mismatch"] = {{"missing", missing}, {"unexpected", unexpected}};
+  return false;
+}
+
 json collectChildDocument(const std::string& outPath, const std::string& manifest, const ChildResult& r,
-                          int timeoutSeconds) {
+                          int timeoutSeconds, const std::string& key) {
   json doc;
+  const json unread = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
+                       {"results", json::array()}};
   try {
     doc = json::parse(readFile(outPath));
   } catch (const std::exception&) {
-    doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
-           {"results", json::array()}};
+    doc = unread;
+  }
+  if (doc != unread && !takeDocumentMac(doc, key)) {
+    doc = unread;
+    doc["error"] = "the target document " + outPath +
+                   " was not written by the target process flagprop launched (its MAC does not match): the code "
+                   "under test changed or replaced it, so none of its results is kept";
+    doc["complete"] = true;
+    return doc;
   }
   const std::string why = childEnd(r, doc.value("complete", false), timeoutSeconds);
   if (why.empty()) return doc;

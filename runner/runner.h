@@ -47,7 +47,28 @@ struct TargetRunOptions {
   /// The workers' wall-time limit in s: a quarter of the target process's
   /// own limit, so that a hanging call leaves the runs their time.
   int precompileSeconds = 3600;
+  /// The key every document this process writes is authenticated with
+  /// (writeTargetDocument; a parent's secret, see ChildSpec::secret); a
+  /// resumeFrom document must carry it too. Empty: none.
+  std::string docKey;
 };
+
+/// Writes a target document to `path` (writeText) with `mac`, the
+/// HMAC-SHA256 under `key` of its text without `mac` (no `mac` when `key` is
+/// empty), so that a parent can tell a document its target process wrote
+/// from one the code under test rewrote. Throws FileError.
+void writeTargetDocument(const std::string& path, json doc, const std::string& key);
+
+/// Whether `doc` carries the `mac` writeTargetDocument gives it under `key`
+/// (true when `key` is empty); `mac` is removed from `doc` either way.
+bool takeDocumentMac(json& doc, const std::string& key);
+
+/// Holds a finished target document to the run keys its process was
+/// launched for (`planned`, from plannedKeys): a result of a key not planned
+/// (or a second one of a key) is dropped, a planned key without a result gets
+/// an `error` result saying so; both are listed in `plan_mismatch`
+/// ({"missing": [...], "unexpected": [...]}). Returns whether it matched.
+bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned);
 
 /// run-target's exit status after a run lost the device: the parent resumes
 /// the target in a fresh process.
@@ -109,10 +130,12 @@ void requestStop();
 bool stopRequested();
 
 /// Runs `argv` (argv[0] an executable path) with the environment of this
-/// process and waits at most `timeoutSeconds`, killing it after that. With
-/// `capturePath`, the child's stdout and stderr are appended to that file
-/// (what the code under test prints, warns or logs) and its file descriptor
-/// 3 is this process's stdout (for its progress line).
+/// process and waits at most `timeoutSeconds`, killing it after that. Its
+/// stdin is /dev/null. With `capturePath`, the child's stdout and stderr are
+/// appended to that file (what the code under test prints, warns or logs)
+/// and its file descriptor 3 is a pipe whose bytes this process copies to
+/// its own stdout (the progress line) while the child runs, and closes when
+/// it ends: no descendant of the child ever holds this process's console.
 /// `env` entries ("NAME=value") are set in the child's environment on top of
 /// this process's.
 ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "",
@@ -131,6 +154,10 @@ struct ChildSpec {
   /// stopped), kill what is left in that group (processes the code it ran
   /// left behind) before reaping it, so that the group's id is not reused.
   bool ownGroup = false;
+  /// When not empty, written to the child's file descriptor 4 through a
+  /// pipe that is then closed (a key the child reads before any code under
+  /// test loads: not in its environment or command line).
+  std::string secret;
 };
 
 /// Runs every child of `children` at once, as runChild runs one, from this
@@ -165,7 +192,9 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why);
 /// finished becomes a result `process` with status `error` and the reason,
 /// and `crash` names it; a document that was never written becomes a target
 /// error. Results written before that are kept.
+/// With `key`, a document whose `mac` does not match (see
+/// writeTargetDocument) is not used: it becomes a target error.
 json collectChildDocument(const std::string& outPath, const std::string& manifest, const ChildResult& r,
-                          int timeoutSeconds);
+                          int timeoutSeconds, const std::string& key = "");
 
 }  // namespace flagprop

@@ -274,18 +274,14 @@ PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std
 
 }  // namespace
 
-std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
-                                const Selection& sel) {
-  const Target& t = session.target();
-  std::vector<PropertyRun> runs;
-  std::vector<std::string> names;
-  const gen::LayoutLimits lim = limitsOf(t);
+std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs, const Selection& sel) {
+  std::vector<PlannedOpRun> out;
   for (const auto& name : targetOpNames(t)) {
     const OpEntry* found = findOp(name);
     if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
       const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];
       for (const auto* d : defs)
-        if (d->checkKind == "op" && sel.takes(d->id, name, dtype)) runs.push_back(excludedRun(*d, name, dtype));
+        if (d->checkKind == "op" && sel.takes(d->id, name, dtype)) out.push_back({d, nullptr, name, dtype});
       continue;
     }
     const OpEntry& entry = *found;
@@ -298,22 +294,42 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
     for (const auto& dtype : entry.dtypes) {
       if (!ownDtypes && !t.dtypes.empty() && std::find(t.dtypes.begin(), t.dtypes.end(), dtype) == t.dtypes.end())
         continue;
-      std::vector<const PropertyDef*> wanted;
       for (const auto* d : defs)
-        if (sel.takes(d->id, entry.name, dtype)) wanted.push_back(d);
-      if (wanted.empty()) continue;
-      const auto palette = std::make_shared<const std::vector<rc::Random>>(paletteRandoms(entry, dtype, lim));
-      const rc::Gen<Case> cases = rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) {
-        return Case{toJson(c)};
-      });
-      auto state = std::make_shared<OpRunState>();
-      for (const auto* d : wanted)
-        runs.push_back(d->checkKind == "op" ? opRun(session, *d, entry, dtype, cases, state)
-                                            : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
-                                            : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
-                                                                       : checkedRun(session, *d, entry, dtype, cases));
-      if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
+        if (sel.takes(d->id, entry.name, dtype)) out.push_back({d, &entry, entry.name, dtype});
     }
+  }
+  return out;
+}
+
+std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const PropertyDef*>& defs,
+                                const Selection& sel) {
+  const Target& t = session.target();
+  std::vector<PropertyRun> runs;
+  std::vector<std::string> names;
+  const gen::LayoutLimits lim = limitsOf(t);
+  const std::vector<PlannedOpRun> plan = planOpRuns(t, defs, sel);
+  for (size_t i = 0; i < plan.size();) {
+    if (!plan[i].entry) {
+      runs.push_back(excludedRun(*plan[i].def, plan[i].op, plan[i].dtype));
+      ++i;
+      continue;
+    }
+    // The runs of one op and dtype draw the same cases and share their observations.
+    const OpEntry& entry = *plan[i].entry;
+    const std::string dtype = plan[i].dtype;
+    const auto palette = std::make_shared<const std::vector<rc::Random>>(paletteRandoms(entry, dtype, lim));
+    const rc::Gen<Case> cases = rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) {
+      return Case{toJson(c)};
+    });
+    auto state = std::make_shared<OpRunState>();
+    for (; i < plan.size() && plan[i].entry == &entry && plan[i].dtype == dtype; ++i) {
+      const PropertyDef* d = plan[i].def;
+      runs.push_back(d->checkKind == "op" ? opRun(session, *d, entry, dtype, cases, state)
+                                          : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
+                                          : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
+                                                                     : checkedRun(session, *d, entry, dtype, cases));
+    }
+    if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
   }
   if (!runs.empty()) session.setupOps(names);
   return runs;

@@ -137,8 +137,8 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto& s = result.template get<rc::detail::SuccessResult>();
     out.casesRun = s.numSuccess;
-    out.status = "pass";
-    out.reason = std::to_string(s.numSuccess) + " generated cases held";
+    out.status = s.numSuccess > 0 ? "pass" : "skip";  // nothing judged is no pass
+    out.reason = s.numSuccess > 0 ? std::to_string(s.numSuccess) + " generated cases held" : "no case ran";
     if (discards.count > s.numSuccess)  // Hypothesis's "filter too much" health check
       out.reason += "; health: " + std::to_string(discards.count) + " samples discarded (" + discards.first + ")";
     out.observations["distribution"] = distribution(s.distribution);

@@ -121,6 +121,20 @@ bool Selection::takes(const std::string& id, const std::string& op, const std::s
   return false;
 }
 
+std::vector<std::string> plannedKeys(const Target& t, const Selection& sel) {
+  const auto ids = targetProperties(t);
+  std::vector<std::string> keys;
+  std::vector<const PropertyDef*> opDefs;
+  for (const auto& d : properties()) {
+    if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) continue;
+    if (d.scope == PropertyDef::Scope::Op) opDefs.push_back(&d);
+    else if (sel.takes(d.id)) keys.push_back(d.id);
+  }
+  if (!opDefs.empty())
+    for (const auto& r : planOpRuns(t, opDefs, sel)) keys.push_back(r.key());
+  return keys;
+}
+
 std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel) {
   const auto ids = targetProperties(session.target());
   std::vector<PropertyRun> runs;

@@ -11,6 +11,8 @@
 
 namespace flagprop {
 
+struct OpEntry;
+
 /// One property.
 struct PropertyDef {
   std::string id;         ///< "P1"
@@ -68,6 +70,25 @@ std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel);
 
 /// The runs of one installer property (P1-P4) on `session`.
 PropertyRun installerRun(TargetSession& session, const PropertyDef& def);
+
+/// One op property run as planned (before any code under test loads):
+/// `entry` is nullptr for an op flagprop excludes (its run is a skip).
+struct PlannedOpRun {
+  const PropertyDef* def;
+  const OpEntry* entry;
+  std::string op, dtype;
+  std::string key() const { return def->id + "/" + op + "/" + dtype; }
+};
+
+/// The op property runs of `defs` for every op and dtype of `t` that `sel`
+/// takes, in run order (the runs of one op and dtype next to each other).
+std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs, const Selection& sel);
+
+/// The run keys planRuns gives `t` under `sel`, in order ("P1", ...,
+/// "P5/OP/DTYPE"), computed from the manifest and the catalog alone (no
+/// interpreter): what a parent expects of a target process it launched.
+/// Throws ManifestError as targetProperties does.
+std::vector<std::string> plannedKeys(const Target& t, const Selection& sel);
 
 /// The runs of the op properties `defs` (P5, P6) for every op and dtype of
 /// `session`'s target that `sel` takes; runs of the same op and dtype share

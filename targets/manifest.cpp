@@ -91,8 +91,10 @@ class Section {
   int64_t integer(const std::string& key, int64_t dflt, int64_t lo, int64_t hi) const {
     if (!has(key)) return dflt;
     const json& v = obj_.at(key);
-    const bool ok = v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi)
-                                                                    : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
+    // nlohmann stores a non-negative literal as unsigned: both bounds apply to it too.
+    const bool ok = v.is_number_integer() &&
+                    (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && (lo <= 0 || v.get<uint64_t>() >= uint64_t(lo))
+                                            : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
     if (!ok) fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi), key);
     return v.get<int64_t>();
   }

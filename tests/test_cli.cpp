@@ -15,6 +15,9 @@
 #include <sstream>
 #include <thread>
 
+#include <csignal>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -42,6 +45,21 @@ int sh(const std::string& cmd, std::string* out = nullptr) {
 json load(const std::string& p) {
   std::ifstream in(p);
   return json::parse(in);
+}
+
+// The command lines of the processes (other than this one) whose command
+// line holds both `a` and `b`, read from /proc.
+std::vector<std::string> processesWhoseCommandHas(const std::string& a, const std::string& b) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || !isdigit(static_cast<unsigned char>(pid[0])) || pid == std::to_string(getpid())) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string command((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(command.begin(), command.end(), '\0', ' ');
+    if (command.find(a) != std::string::npos && command.find(b) != std::string::npos) out.push_back(pid + " " + command);
+  }
+  return out;
 }
 
 const json* result(const json& report, const std::string& target, const std::string& prop) {
@@ -456,17 +474,48 @@ TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
   EXPECT_EQ(sh(fp + " run --seed 3 --budget 2 --report-dir " + dir.string(), &out), 1) << out;
   EXPECT_TRUE(fs::exists(dir / "report.md")) << out;
   EXPECT_NE(flagprop::readFile((dir / "report.json").string()).find("--budget of 2 s ran out"), std::string::npos);
-  // Ctrl-C (timeout sends SIGINT to flagprop and to its process group, as a
-  // terminal does): the target process is stopped, the report of what ran is written, exit 130.
+  // Ctrl-C (a terminal sends SIGINT to flagprop and to its whole process
+  // group): sent once a case is in flight in the target process (its
+  // in-flight record is written), so the target is surely running; the
+  // target process is stopped, the report of what ran is written, exit 130.
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh("timeout --preserve-status -s INT 6 " + fp + " run --seed 3 --report-dir " + dir.string(), &out), 130) << out;
+  const std::string log = dir.string() + ".log";
+  const pid_t run = fork();
+  ASSERT_GE(run, 0);
+  if (run == 0) {
+    setpgid(0, 0);  // a process group of its own, as a terminal's foreground job
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(fp.c_str(), fp.c_str(), "run", "--seed", "3", "--case-timeout", "600", "--manifest",
+          (targets + "ops-hang.json").c_str(), "--report-dir", dir.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(run, run);  // either side may run first
+  const fs::path inflight = dir / "targets" / "1_ops-hang.json.inflight";
+  bool inFlight = false;
+  for (int i = 0; i < 6000 && !inFlight; ++i) {  // the signal is the file; at most 10 min
+    std::string fly;
+    try {
+      fly = flagprop::readFile(inflight.string());
+    } catch (const std::exception&) {
+    }
+    inFlight = !fly.empty();
+    if (!inFlight) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(inFlight) << "no case of the target ever went in flight";
+  kill(-run, SIGINT);
+  int status = 0;
+  waitpid(run, &status, 0);
+  out = flagprop::readFile(log);
+  fs::remove(log);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 130) << out;
   EXPECT_TRUE(fs::exists(dir / "report.json")) << out;
   EXPECT_TRUE(fs::exists(dir / "report.html")) << out;  // the report writer finishes after the interruption
   EXPECT_EQ(out.find("--budget ran out"), std::string::npos) << out;  // no budget was set
   EXPECT_NE(out.find("(stopped: interrupted)"), std::string::npos) << out;
-  std::string left;
-  sh("pgrep -f 'run-target.*" + dir.string() + "' || true", &left);
-  EXPECT_EQ(left, "") << "a target process outlived the interrupted run";
+  EXPECT_EQ(processesWhoseCommandHas("run-target", dir.string()), std::vector<std::string>{})
+      << "a target process outlived the interrupted run";
   flagprop::removeTree(dir.string());
 }
 
@@ -731,5 +780,231 @@ TEST(Cli, PrecompileWorkersLeaveNothingRunning) {
   }
   const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
   EXPECT_TRUE(t.contains("left_running")) << t.dump();  // the run's own sleep is still reported
+  flagprop::removeTree(dir.string());
+}
+
+namespace {
+
+const std::string kFp = FLAGPROP_BINARY;
+const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+
+// A report folder of this test process's own.
+fs::path testDir(const std::string& what) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-" + what + "-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  return dir;
+}
+
+// Starts `flagprop run ARGS --report-dir DIR` in a process group of its own,
+// its output to DIR.log; returns its pid.
+pid_t startRun(const std::vector<std::string>& args, const fs::path& dir) {
+  std::vector<std::string> argv = {kFp, "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--report-dir", dir.string()});
+  const std::string log = dir.string() + ".log";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+// Waits until `path` holds something (the signal that a case is in flight);
+// false after `seconds`.
+bool waitForContent(const fs::path& path, int seconds) {
+  for (int i = 0; i < seconds * 10; ++i) {
+    try {
+      if (!flagprop::readFile(path.string()).empty()) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+}  // namespace
+
+// The code under test rebinding what the verdict calls, from inside its own
+// call, still gets its wrong values judged wrong; rewriting its document and
+// exiting 0 is refused by the parent (a MAC the code under test does not have).
+TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
+  const fs::path dir = testDir("forge");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-verdicts.json --report-dir " + dir.string(), &out),
+            0)
+      << out;
+  json report = load((dir / "report.json").string());
+  const json* p5 = result(report, "fixture-ops-forges-verdicts", "P5");
+  ASSERT_NE(p5, nullptr) << out;
+  EXPECT_EQ(p5->at("status"), "fail") << p5->dump();
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-document.json --report-dir " + dir.string(), &out),
+            1)
+      << out;
+  report = load((dir / "report.json").string());
+  const json& t = report.at("targets").at(0);
+  EXPECT_EQ(t.at("status"), "error") << t.dump();
+  EXPECT_NE(t.value("error", "").find("its MAC does not match"), std::string::npos) << t.dump();
+  EXPECT_EQ(result(report, "fixture-ops-forges-document", "P5"), nullptr) << "a forged document's results are not kept";
+  flagprop::removeTree(dir.string());
+}
+
+// The parent holds a finished document to the runs it launched: one the code
+// under test cut short (but authentic) gets an error for each run missing.
+TEST(Cli, AFinishedDocumentMissingRunsGetsAnErrorForEach) {
+  json doc = {{"status", "ok"},
+              {"results", {{{"key", "P5/silu/float32"}, {"status", "pass"}}, {{"key", "P9"}, {"status", "pass"}}}}};
+  EXPECT_FALSE(flagprop::checkAgainstPlan(doc, {"P5/silu/float32", "P5/rsqrt/float32"}));
+  ASSERT_EQ(doc.at("results").size(), 2u) << doc.dump();
+  EXPECT_EQ(doc.at("results").at(1).at("key"), "P5/rsqrt/float32");
+  EXPECT_EQ(doc.at("results").at(1).at("status"), "error");
+  EXPECT_EQ(doc.at("results").at(1).at("op"), "rsqrt");
+  EXPECT_EQ(doc.at("plan_mismatch").at("unexpected"), json::array({"P9"}));
+  json same = {{"status", "ok"}, {"results", {{{"key", "P1"}, {"status", "fail"}}}}};
+  EXPECT_TRUE(flagprop::checkAgainstPlan(same, {"P1"}));
+  EXPECT_FALSE(same.contains("plan_mismatch"));
+  // The MAC: any change to an authenticated document is seen.
+  const fs::path path = testDir("mac").string() + ".json";
+  flagprop::writeTargetDocument(path.string(), same, "key");
+  json back = json::parse(flagprop::readFile(path.string()));
+  EXPECT_TRUE(flagprop::takeDocumentMac(back, "key"));
+  back = json::parse(flagprop::readFile(path.string()));
+  back["complete"] = true;
+  EXPECT_FALSE(flagprop::takeDocumentMac(back, "key"));
+  back = json::parse(flagprop::readFile(path.string()));
+  EXPECT_FALSE(flagprop::takeDocumentMac(back, "another key"));
+  fs::remove(path);
+}
+
+// A case whose process exited with status 0 mid-case is a crash the run
+// records, and its reproducer reproduces it (it does not call a clean exit).
+TEST(Cli, AProcessThatExitsMidCaseIsAFailureItsReproducerReproduces) {
+  const fs::path dir = testDir("exit-mid-case");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-exits-mid-case.json --report-dir " + dir.string(), &out), 0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  const json* p5 = result(report, "fixture-ops-exits-mid-case", "P5");
+  ASSERT_NE(p5, nullptr) << out;
+  EXPECT_EQ(p5->at("status"), "fail") << p5->dump();
+  ASSERT_TRUE(p5->contains("reproducer")) << p5->dump();
+  std::string rout;
+  EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + p5->at("reproducer").get<std::string>(), &rout), 1) << rout;
+  EXPECT_NE(rout.find("REPRODUCED: the child process exited with code 0 before the case finished"), std::string::npos)
+      << rout;
+  flagprop::removeTree(dir.string());
+}
+
+// SystemExit from the op is the op raising (a finding with a reproducer),
+// not an error of flagprop's; the next op in the process is judged as usual.
+TEST(Cli, AnOpsSystemExitIsTheOpRaising) {
+  const fs::path dir = testDir("system-exit");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-raises-system-exit.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  const json* p5 = result(report, "fixture-ops-raises-system-exit", "P5");
+  ASSERT_NE(p5, nullptr) << out;
+  EXPECT_EQ(p5->at("status"), "fail") << p5->dump();
+  EXPECT_EQ(p5->at("reason").get<std::string>().find("harness error"), std::string::npos) << p5->dump();
+  EXPECT_NE(p5->at("reason").get<std::string>().find("SystemExit"), std::string::npos) << p5->dump();
+  EXPECT_TRUE(p5->contains("reproducer")) << p5->dump();
+  flagprop::removeTree(dir.string());
+}
+
+// What the code under test starts outside its process's group (new sessions,
+// a double-forked daemon) is ended and reported per process, and holds
+// nothing of the console: a pipe through `cat` ends with the run.
+TEST(Cli, NothingTheCodeUnderTestStartsOutlivesTheRun) {
+  const fs::path dir = testDir("orphans");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-leaves-daemon.json --report-dir " + dir.string() +
+                   " | cat",
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(processesWhoseCommandHas("flagprop-fixture-orphan", "import time"), std::vector<std::string>{});
+  const json report = load((dir / "report.json").string());
+  int outlived = 0;
+  for (const auto& l : report.at("targets").at(0).value("left_running", json::array()))
+    outlived += l.value("outlived", false) && l.value("command", "").find("flagprop-fixture-orphan") != std::string::npos;
+  EXPECT_EQ(outlived, 4) << report.at("targets").at(0).dump();  // three sessions and the daemon, each its own
+  EXPECT_NE(out.find("left a process running after its target process ended"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
+// A report folder is locked for its run: a second run into it is refused
+// with a clear message. After a kill -9 of the run, its target process dies
+// too, and the folder (marked before anything was written) is taken again.
+TEST(Cli, AReportFolderIsOneRunsAndAKilledRunsFolderIsReused) {
+  const fs::path dir = testDir("lock");
+  const pid_t first = startRun({"--seed", "3", "--case-timeout", "600", "--manifest", kTargets + "ops-hang.json"}, dir);
+  ASSERT_TRUE(waitForContent(dir / "targets" / "1_ops-hang.json.inflight", 600)) << flagprop::readFile(dir.string() + ".log");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --manifest " + kTargets + "well-behaved.json --report-dir " + dir.string(),
+               &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("is in use by another flagprop run (pid " + std::to_string(first) + ")"), std::string::npos) << out;
+  kill(first, SIGKILL);
+  waitpid(first, nullptr, 0);
+  bool gone = false;  // PR_SET_PDEATHSIG: the kernel kills it as the run dies
+  for (int i = 0; i < 600 && !gone; ++i) {
+    gone = processesWhoseCommandHas("run-target", dir.string()).empty();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "a target process outlived its killed run";
+  EXPECT_FALSE(fs::exists(dir / "report.json"));  // killed before its report
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + kTargets + "well-behaved.json --report-dir " +
+                   dir.string(),
+               &out),
+            0)
+      << out;
+  fs::remove(dir.string() + ".log");
+  flagprop::removeTree(dir.string());
+}
+
+// A report file that cannot be written is named with its reason, the rest is
+// written and the console summary printed, and the exit status says the
+// report is incomplete (4). A long target name gives bounded file names.
+TEST(Cli, AReportFileThatCannotBeWrittenLeavesTheRestAndExitsFour) {
+  const fs::path dir = testDir("write-fail");
+  std::string out;
+  const std::string well = kTargets + "well-behaved.json";
+  ASSERT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 0)
+      << out;
+  fs::remove(dir / "report.md");
+  fs::create_directories(dir / "report.md" / "blocked");  // report.md cannot be written now
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 4)
+      << out;
+  EXPECT_NE(out.find("report incomplete: 1 report file(s) not written"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot write " + (dir / "report.md").string() + " (rename: Is a directory)"), std::string::npos) << out;
+  EXPECT_NE(out.find("results: "), std::string::npos) << "the summary is printed: " << out;
+  EXPECT_TRUE(fs::exists(dir / "report.json"));
+  EXPECT_TRUE(fs::exists(dir / "report.html"));
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+  flagprop::removeTree(dir.string());
+  // A legal 300-character name: every file name the run makes of it stays under 255 bytes.
+  json m = json::parse(flagprop::readFile(well));
+  m["name"] = std::string(300, 'n');
+  m["installer"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/installers/example_installer.py";
+  m["ops"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py";
+  const fs::path manifest = dir.string() + "-" + std::string(200, 'm') + ".json";
+  flagprop::writeText(manifest.string(), m.dump());
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + manifest.string() + " --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  fs::remove(manifest);
   flagprop::removeTree(dir.string());
 }

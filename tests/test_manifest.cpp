@@ -133,6 +133,14 @@ TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
             }).find("field 'gates' must be a JSON object"),
             std::string::npos);
   EXPECT_NE(parseError({{"op_cases", 0}}).find("op_cases' must be an integer"), std::string::npos);
+  // Read from text, nlohmann stores a non-negative literal as unsigned: the lower bound still applies
+  // (0 cases would be a run that judges nothing; 0 elements broke the layout generator).
+  for (const std::string field : {"op_cases", "max_elements", "cases"})
+    EXPECT_NE(parseError(json::parse("{\"" + field + "\": 0}")).find(field + "' must be an integer from 1"),
+              std::string::npos)
+        << field;
+  EXPECT_NE(parseError(json::parse(R"({"layout_palette": 4097})")).find("from 0 to 4096"), std::string::npos);
+  EXPECT_EQ(parseError(json::parse(R"({"layout_palette": 0, "op_cases": 1})")), "");
   EXPECT_NE(parseError({{"device", "gpu"}}).find("must be cpu, cuda:N or flagos:N"), std::string::npos);
   EXPECT_EQ(parseError(json::object()), "");
   const Target t = parseTarget({{"schema", "flagprop.target/1"}, {"name", "x"}}, "m.json", fixturesDir());

@@ -109,10 +109,11 @@ rc::Gen<Mutation> mutations(std::vector<std::pair<std::string, json>> bases) {
     json& parent = j[p.parent_pointer()];
     if (m.kind == "rename" && !parent.is_object()) m.kind = "add";  // a list element has no name
     if (m.kind == "add") {
-      json& obj = at.is_object() ? at : parent;
-      if (!obj.is_object()) obj = j;  // a list: add the field to the manifest itself
+      // Decided before the field is added: adding may move what `at` refers to.
+      const bool atObject = at.is_object(), parentObject = parent.is_object();
+      json& obj = atObject ? at : parentObject ? parent : j;  // a list: add the field to the manifest itself
+      m.mustFail = !(atObject ? freeForm(p) : parentObject ? free : false);
       obj["zz_fuzz_field"] = 1;
-      m.mustFail = !(at.is_object() ? freeForm(p) : free);
     } else if (m.kind == "rename") {
       const std::string key = p.back();
       json v = at;

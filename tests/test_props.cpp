@@ -44,3 +44,28 @@ RC_GTEST_PROP(P4KeyEquivalence, FastKeyHelperAndMemosEqualStock, ()) {
 
 }  // namespace
 }  // namespace flagprop
+
+namespace flagprop {
+namespace {
+
+// A run that judged nothing held nothing: whatever its count came from, it is
+// a skip ("no case ran"), never a pass; one case of the same run fails.
+TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
+  PropertyRun run;
+  run.id = "P1";
+  run.title = "install status";
+  run.checkKind = "install";
+  run.cases = 0;
+  run.judge = [](const Case&) { return json{{"pass", false}, {"reason", "always wrong"}}; };
+  RunOptions opts;
+  opts.seed = 1;
+  const PropertyOutcome none = runProperty(run, opts);
+  EXPECT_EQ(none.status, "skip") << none.reason;
+  EXPECT_EQ(none.reason, "no case ran");
+  EXPECT_EQ(none.casesRun, 0);
+  run.cases = 1;
+  EXPECT_EQ(runProperty(run, opts).status, "fail");
+}
+
+}  // namespace
+}  // namespace flagprop

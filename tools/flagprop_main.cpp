@@ -33,6 +33,10 @@
 #include <csignal>
 #include <cstdio>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -118,8 +122,10 @@ target and listed in report.md, not shown on the console.
 exit status: 0 every result as expected (pass, skip, or the manifest's
 'expect'); 1 some result unexpected, a target error, or not every run ran
 (--budget); 2 bad usage (an unknown option or command, a missing manifest
-file, a selection that selects nothing); 130 interrupted (Ctrl-C or SIGTERM:
-the target processes are stopped and the report of what ran is written).
+file, a selection that selects nothing, a --report-dir in use by another run);
+4 the report is incomplete (a report file could not be written: the summary
+above says which and why); 130 interrupted (Ctrl-C or SIGTERM: the target
+processes are stopped and the report of what ran is written).
 )";
 
 
@@ -139,6 +145,8 @@ struct Cli {
   int budgetSeconds = 0;                     // --budget: the whole run's wall time; 0 = none
   int caseTimeoutSeconds = 300;              // --case-timeout
   int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
+  int keyFd = -1;                            // run-target: where the document key is read from (then closed)
+  long parentPid = 0;                        // run-target: the flagprop run that launched it (dies with it)
   bool progress = false;                     // run-target: a progress line on consoleFd
 };
 
@@ -150,7 +158,7 @@ std::string ident(std::string s) {
 
 // A decimal number that fits in 64 bits (no sign, no overflow).
 bool number(const std::string& s, unsigned long long& out) {
-  if (s.empty() || s[0] == '-' || s[0] == '+') return false;
+  if (s.empty() || !isdigit(static_cast<unsigned char>(s[0]))) return false;  // no sign, no blank (strtoull skips one)
   char* end = nullptr;
   errno = 0;
   out = std::strtoull(s.c_str(), &end, 10);
@@ -249,6 +257,13 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     cli.consoleFd = static_cast<int>(n);
   }
   else if (opt == "--repro-dir" && cli.command == "run-target") cli.reproDir = v;
+  else if (opt == "--key-fd" && cli.command == "run-target") {
+    if (!number(v, n) || n > 1024) return "--key-fd needs a file descriptor";
+    cli.keyFd = static_cast<int>(n);
+  } else if (opt == "--parent" && cli.command == "run-target") {
+    if (!number(v, n) || n == 0 || n > (1ull << 31)) return "--parent needs a process id";
+    cli.parentPid = static_cast<long>(n);
+  }
   else if (opt == "--resume" && cli.command == "run-target") cli.target.resumeFrom = v;
   else return "unknown option '" + opt + "' (try flagprop --help)";
   return "";
@@ -280,7 +295,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     static const std::vector<std::string> known = {
         "--manifest", "--report-dir", "--target", "--property", "--op",       "--dtype",        "--cases",
         "--seed",     "--reproduce",  "--timeout", "--jobs",    "--devices",  "--triton-cache", "--budget",
-        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd"};
+        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd", "--key-fd", "--parent"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
@@ -312,9 +327,23 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
 // `flagprop run-target`: one target in this process; its document is
 // written after every property, each failure's reproducer as it is found.
 int runTargetCommand(const Cli& cli) {
+  if (cli.parentPid > 0) {  // dies with the run that launched it (also after a kill -9 of that run)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != static_cast<pid_t>(cli.parentPid)) return 1;  // it died before the line above
+  }
+  std::string key;  // read before any code under test loads; then the descriptor is gone
+  if (cli.keyFd >= 0) {
+    char buf[256];
+    for (ssize_t n; (n = read(cli.keyFd, buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      key.append(buf, static_cast<size_t>(n));
+    }
+    close(cli.keyFd);
+  }
   const std::string reproDir = cli.reproDir;
   const std::string outPath = cli.out;
-  ResultSink sink = [reproDir, outPath](const TargetSession& s, const PropertyOutcome& o, json& doc) {
+  ResultSink sink = [reproDir, outPath, key](const TargetSession& s, const PropertyOutcome& o, json& doc) {
     if (!reproDir.empty() && o.status == "fail") {
       try {
         doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
@@ -346,9 +375,10 @@ int runTargetCommand(const Cli& cli) {
         doc["results"].back()["plot_error"] = what.substr(0, what.find('\n'));
       }
     }
-    writeText(outPath, jsonText(doc));
+    writeTargetDocument(outPath, doc, key);
   };
   TargetRunOptions opts = cli.target;
+  opts.docKey = key;
   opts.precompileCaseSeconds = cli.caseTimeoutSeconds;
   opts.precompileSeconds = std::max(1, cli.timeoutSeconds / 4);  // the parent passes this process's --timeout
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
@@ -363,38 +393,119 @@ int runTargetCommand(const Cli& cli) {
   opts.run.stagePath = outPath + ".stage";  // and this (flagprop.ops._stage), emptied as each case starts
   setenv("FLAGPROP_STAGE_FILE", opts.run.stagePath.c_str(), 1);
   const json doc = runTarget(cli.manifests[0], opts, sink);
-  writeText(outPath, jsonText(doc));
+  writeTargetDocument(outPath, doc, key);
   if (doc.value("status", "") != "ok") return 1;
   for (const auto& r : doc.at("results"))
     if (!resultExpected(doc, r)) return 1;
   return 0;
 }
 
-// A report folder is new, empty, or an earlier flagprop report whose results
-// are cleared so they cannot be mistaken for this run's. Returns "" or why not.
-std::string prepareReportDir(const std::string& dir) {
+// The marker a report folder gets before anything else is written to it
+// (so that a run interrupted before its report.json is still recognised)
+// and the file the run holds an exclusive lock on while it runs.
+constexpr const char* kReportMarker = ".flagprop-report";
+
+// flagprop run's exit status when a report file could not be written.
+constexpr int kReportIncomplete = 4;
+
+// A report folder is new, empty, or an earlier flagprop report (its marker,
+// or a report.json of flagprop's schema beside a targets/ folder) whose
+// results are cleared so they cannot be mistaken for this run's; it is
+// locked for the whole run (`lockFd`, held until this process exits), so
+// that a second run into it is refused. Returns "" or why not.
+std::string prepareReportDir(const std::string& dir, int& lockFd) {
   std::error_code ec;
   static const char* kSubs[] = {"targets", "junit", "reproducers", "drafts", "plots"};
+  const fs::path marker = fs::path(dir) / kReportMarker;
   if (fs::exists(dir, ec)) {
-    const bool empty = fs::is_directory(dir, ec) && fs::is_empty(dir, ec);
-    bool ours = false;
+    if (!fs::is_directory(dir, ec)) return "--report-dir " + dir + " is a file, not a folder; choose a folder";
+    const bool empty = fs::is_empty(dir, ec);
+    bool ours = fs::is_regular_file(marker, ec);
     try {
-      ours = json::parse(readFile((fs::path(dir) / "report.json").string())).value("schema", "") == "flagprop.report/1";
+      ours = ours || (json::parse(readFile((fs::path(dir) / "report.json").string())).value("schema", "") ==
+                          "flagprop.report/1" &&
+                      fs::is_directory(fs::path(dir) / "targets", ec));
     } catch (const std::exception&) {
     }
     if (!empty && !ours) return "--report-dir " + dir + " exists and holds no flagprop report; choose a new or empty folder";
-    if (ours) {
-      for (const char* sub : kSubs) removeTree((fs::path(dir) / sub).string());
-      fs::remove(fs::path(dir) / "report.html", ec);
-    }
   }
+  fs::create_directories(dir, ec);
+  if (ec) return "cannot create --report-dir " + dir + ": " + ec.message();
+  lockFd = open(marker.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lockFd < 0) return "cannot write " + marker.string() + ": " + std::strerror(errno);
+  if (flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {0};
+    [[maybe_unused]] const auto n = pread(lockFd, pid, sizeof pid - 1, 0);
+    close(lockFd);
+    lockFd = -1;
+    std::string who(pid);
+    who.erase(who.find_last_not_of(" \n") + 1);
+    return "--report-dir " + dir + " is in use by another flagprop run" + (who.empty() ? "" : " (pid " + who + ")") +
+           "; choose another folder, or wait for that run to end";
+  }
+  const std::string me = std::to_string(getpid()) + "\n";
+  if (ftruncate(lockFd, 0) != 0 || pwrite(lockFd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
+    return "cannot write " + marker.string() + ": " + std::strerror(errno);
+  for (const char* sub : kSubs) removeTree((fs::path(dir) / sub).string());
+  for (const char* f : {"report.html", "report.json", "report.md"}) fs::remove(fs::path(dir) / f, ec);
   for (const char* sub : {"targets", "junit", "reproducers"}) fs::create_directories(fs::path(dir) / sub, ec);
   return ec ? "cannot create --report-dir " + dir + ": " + ec.message() : "";
+}
+
+// What is left of `s` for a file name: at most `n` bytes (names are bounded
+// by 255 bytes, and a report file adds a prefix and a suffix to it).
+std::string bounded(std::string s, size_t n = 80) { return s.size() > n ? s.substr(0, n) : s; }
+
+// Ends every process that is still a child of this process once a target's
+// processes have ended: what the code under test left running outside their
+// process group (a new session, a daemon), reparented here because `flagprop
+// run` is a child subreaper. Returns them as left_running entries
+// ({"kind": "process", "pid", "command", "outlived": true}).
+json endOrphans() {
+  json out = json::array();
+  for (int round = 0; round < 100; ++round) {  // a killed one's own children are ours next
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
+      std::string stat;
+      try {
+        stat = readFile(e.path().string() + "/stat", 1 << 16);
+      } catch (const std::exception&) {
+        continue;
+      }
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 1));
+      std::string state;
+      long ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == getpid()) found.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    if (found.empty()) break;
+    for (const pid_t pid : found) {
+      std::string command;
+      try {
+        command = readFile("/proc/" + std::to_string(pid) + "/cmdline", 1 << 16);
+      } catch (const std::exception&) {
+      }
+      for (auto& c : command)
+        if (c == '\0') c = ' ';
+      while (!command.empty() && command.back() == ' ') command.pop_back();
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      if (!command.empty()) out.push_back({{"kind", "process"}, {"pid", pid}, {"command", bounded(command, 200)},
+                                          {"outlived", true}});
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> childArgs(const Cli& cli, const std::string& self, const std::string& manifest,
                                    const std::string& out, const std::string& repro) {
   std::vector<std::string> a = {self, "run-target", "--manifest", manifest, "--out", out, "--console-fd", "3",
+                                "--key-fd", "4", "--parent", std::to_string(getpid()),
                                 "--seed", std::to_string(cli.target.run.seed), "--repro-dir", repro};
   if (cli.verbose) a.push_back("--verbose");
   if (!cli.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
@@ -521,6 +632,21 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
   const std::string capture = capturePath(out);  // what the code under test printed
   std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
   json crashes = json::array();
+  // The key the target process authenticates its document with: handed over
+  // through a pipe, so that neither the environment nor the command line of
+  // the code under test holds it.
+  std::random_device rd;
+  char hex[65];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", static_cast<unsigned>(rd()));
+  const std::string key(hex, 64);
+  // The run keys it is launched for, from the manifest and the catalog alone.
+  std::vector<std::string> planned;
+  bool plannable = false;
+  try {
+    planned = plannedKeys(loadTarget(manifest), cli.target.selection);
+    plannable = true;
+  } catch (const std::exception&) {  // the target process reports why it cannot load
+  }
   // A fresh process for the runs left: the document so far is its --resume.
   const auto resumeArgs = [&](int restart) {
     auto a = childArgs(cli, self, manifest, out, reproDir);
@@ -542,7 +668,8 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
       json doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
                   {"error", "stopped before the target wrote its document: " + why}, {"results", json::array()}};
       try {
-        doc = json::parse(readFile(out));
+        json read = json::parse(readFile(out));
+        if (takeDocumentMac(read, key)) doc = read;
       } catch (const std::exception&) {
       }
       doc["stopped"] = why;
@@ -558,19 +685,26 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     std::vector<std::string> a = args;
     if (cli.target.precompileWorkers > 0)  // the process's own limit: its workers get a quarter of it
       a.insert(a.end(), {"--timeout", std::to_string(budgetLimits ? left : cli.timeoutSeconds)});
-    const ChildResult r =
-        runChild(a, budgetLimits ? left : cli.timeoutSeconds, capture, env, CaseWatch{inflight, cli.caseTimeoutSeconds, stage,
-                                                                     std::min(kReferenceStageSeconds, cli.caseTimeoutSeconds)});
+    ChildSpec spec{a, capture, env,
+                   CaseWatch{inflight, cli.caseTimeoutSeconds, stage, std::min(kReferenceStageSeconds, cli.caseTimeoutSeconds)}};
+    spec.ownGroup = true;  // what the code under test leaves running in its group ends with it
+    spec.secret = key;
+    const ChildResult r = runChildren({spec}, budgetLimits ? left : cli.timeoutSeconds).at(0);
     if (r.stopped) return stoppedDoc("the run was interrupted; the runs left did not run", true);
     // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
     if (budgetLimits && r.timedOut && !r.caseTimedOut) return stoppedDoc(budgetWhy, true);
     if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
-    json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds);
+    json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds, key);
     doc["captured_output"] = capturedOutput(capture);
     if (!crashes.empty()) doc["crashes"] = crashes;
     if (!doc.contains("crash")) {
       fs::remove(inflight, ec);
       fs::remove(stage, ec);
+      if (plannable && doc.value("status", "") == "ok" && !checkAgainstPlan(doc, planned))
+        std::cout << "\n[" << doc.value("name", "?") << "] the target document does not hold the runs its process "
+                  << "was launched for (" << doc["plan_mismatch"]["missing"].size() << " missing, "
+                  << doc["plan_mismatch"]["unexpected"].size() << " not launched): each missing one is an error"
+                  << std::endl;
       return doc;
     }
     if (r.exitCode == kDeviceLostExit && !r.signal && !r.timedOut && doc.value("status", "") == "ok" &&
@@ -578,7 +712,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
       auto& results = doc["results"];
       if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
       doc.erase("crash");
-      writeText(out, jsonText(doc));
+      writeTargetDocument(out, doc, key);
       args = resumeArgs(restart);
       continue;
     }
@@ -617,7 +751,7 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
     crashes.push_back({{"key", o.key()}, {"why", why}});
     doc["crashes"] = crashes;
     doc.erase("crash");
-    writeText(out, jsonText(doc));
+    writeTargetDocument(out, doc, key);
     std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
               << "; a fresh process goes on" << std::endl;
     args = resumeArgs(restart);
@@ -832,11 +966,25 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << chosen.size() << std::endl;
     return 2;
   }
-  const std::string why = prepareReportDir(cli.reportDir);
+  int lockFd = -1;  // held (locked) until this process exits
+  const std::string why = prepareReportDir(cli.reportDir, lockFd);
   if (!why.empty()) {
     std::cerr << "flagprop: " << why << std::endl;
     return 2;
   }
+  // What the code under test leaves running outside its target process's
+  // group comes back here when its parent ends, to be ended and reported.
+  if (cli.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::vector<std::string> notWritten;  // report files that could not be written, and why
+  const auto save = [&](const std::string& path, const std::string& text) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);  // the code under test may have removed it
+    try {
+      writeText(path, text);
+    } catch (const std::exception& e) {
+      notWritten.push_back(e.what());
+    }
+  };
   const std::string dir = fs::absolute(cli.reportDir).string();
   const json info = runInfo(cli, self, argv, dir);
   if (cli.budgetSeconds) gBudgetEnd = std::chrono::steady_clock::now() + std::chrono::seconds(cli.budgetSeconds);
@@ -850,8 +998,8 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
     char num[16];
     std::snprintf(num, sizeof num, "%03zu", ++index);  // file names sort in run order
-    const std::string stem = std::string(num) + "_" + ident(doc.value("name", std::string("target")));
-    writeText(dir + "/junit/" + stem + ".xml", junitXml(doc, info));
+    const std::string stem = std::string(num) + "_" + bounded(ident(doc.value("name", std::string("target"))));
+    save(dir + "/junit/" + stem + ".xml", junitXml(doc, info));
     printTargetResult(doc, info, index, total, seconds, std::cout);
     docs.push_back(std::move(doc));
   };
@@ -860,7 +1008,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   for (auto& d : errors) finish(d, 0.0);
   for (size_t i = 0; i < chosen.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string stem = std::to_string(docs.size() + 1) + "_" + fs::path(chosen[i].path).stem().string();
+    const std::string stem = std::to_string(docs.size() + 1) + "_" + bounded(fs::path(chosen[i].path).stem().string());
     const std::string out = dir + "/targets/" + stem + ".json";
     json doc;
     if (!chosen[i].error.empty()) {
@@ -876,6 +1024,19 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     } else {
       doc = runSharded(cli, self, chosen[i], out, dir + "/reproducers");
       if (doc.value("name", "") == fs::path(chosen[i].path).stem().string()) doc["name"] = chosen[i].name;
+      const json outlived = endOrphans();
+      for (const auto& o : outlived) {
+        bool listed = false;  // seen by its target process in a case: the same entry, now known to have outlived it
+        for (auto& l : doc["left_running"])
+          if (l.value("kind", "") == "process" && l.value("pid", 0) == o.at("pid").get<int>()) {
+            l["outlived"] = true;
+            listed = true;
+          }
+        if (!listed) doc["left_running"].push_back(o);
+        std::cout << "[" << doc.value("name", "?") << "] the code under test left a process running after its "
+                  << "target process ended (ended now): pid " << o.at("pid") << " " << o.at("command").get<std::string>()
+                  << std::endl;
+      }
     }
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (stopRequested()) {
@@ -885,12 +1046,20 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     }
   }
   const json report = mergeReport(docs, info);
-  writeText(dir + "/report.json", jsonText(report));
-  writeText(dir + "/report.md", renderMarkdown(report));
-  const std::string htmlWhy = writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty());
+  const size_t failedBefore = notWritten.size();
+  save(dir + "/report.json", jsonText(report));
+  const bool jsonWritten = notWritten.size() == failedBefore;
+  save(dir + "/report.md", renderMarkdown(report));
+  const std::string htmlWhy = jsonWritten ? writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty())
+                                          : "report.json, which they are made from, was not written";
+  if (!htmlWhy.empty()) notWritten.push_back("report.html / drafts: " + htmlWhy);
   printSummary(report, std::cout);
+  if (!notWritten.empty()) {  // the summary above is all there is of the rest
+    std::cout << "flagprop: report incomplete: " << notWritten.size() << " report file(s) not written:" << std::endl;
+    for (const auto& w : notWritten) std::cout << "  " << w << std::endl;
+    return kReportIncomplete;
+  }
   std::cout << "report: " << dir << "/report.md (and report.html, report.json, junit/, drafts/, reproducers/)" << std::endl;
-  if (!htmlWhy.empty()) std::cout << "flagprop: report.html / drafts not written: " << htmlWhy << std::endl;
   size_t results = 0;
   bool anyStopped = false;
   for (const auto& t : docs) {

@@ -1,11 +1,12 @@
 """One generated case, observed and judged: the pairing of each property's
 observer and verdict, written once.
 
-``check(kind, target, case, ...)`` runs the observer for ``kind`` on
-``case`` (its JSON form) against ``target`` (``Target::toJson``) and judges
-what it saw with ``flagprop.verdicts``. The C++ suites call it once per
-generated case inside a sandbox; a standalone reproducer calls it once on the
-shrunk counterexample. ``describe`` turns a result into the lines a
+``observe(kind, target, case, ...)`` runs the observer for ``kind`` on
+``case`` (its JSON form) against ``target`` (``Target::toJson``);
+``judge`` judges what it saw with ``flagprop.verdicts``. The C++ suites call
+``observe`` once per generated case inside a sandbox and ``judge`` after the
+sandbox has restored the interpreter; a standalone reproducer calls
+``check`` (both) once on the shrunk counterexample. ``describe`` turns a result into the lines a
 reproducer prints.
 
 Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
@@ -24,15 +25,28 @@ def _gates_open(target, gates):
     return verdicts.gates_open(gates, target["gate_builds"])
 
 
-def _install(target, case):
-    obs = session.install_case(target, case["mock"], case["gates"], 1)
+# Each kind has an observer (``_observe_*``: runs the code under test, inside
+# the sandbox) and a verdict (``_judge_*``: plain judging of what was seen,
+# run after the sandbox has put back everything the case rebound, so that
+# code under test that rebinds ``torch.equal`` or ``flagprop.verdicts`` cannot
+# reach the functions that judge it).
+
+
+def _observe_install(target, case):
+    return session.install_case(target, case["mock"], case["gates"], 1)
+
+
+def _judge_install(target, case, obs):
     v = verdicts.install_status(obs, _gates_open(target, case["gates"]))
     return {"pass": v["pass"], "reason": v["reason"], "tag": v["install"],
             "evidence": verdicts.install_evidence(obs, v)}
 
 
-def _install2(target, case):
-    obs = session.install_case(target, case["mock"], case["gates"], 2)
+def _observe_install2(target, case):
+    return session.install_case(target, case["mock"], case["gates"], 2)
+
+
+def _judge_install2(target, case, obs):
     v = verdicts.idempotence(obs, _gates_open(target, case["gates"]), target["reports_once"])
     evidence = {"first": obs["components"][0], "second": obs["components"][1], "identities": obs["identities"],
                 "calls": obs["calls"], "helper": obs["helper"], "claims": obs["claims"]}
@@ -44,24 +58,34 @@ def _inactive(obs):
     return call.get("note") or "the fast path is not active on this target (see P1), so there is nothing to compare"
 
 
-def _launch(target, case):
-    obs = session.launch_case_json(target, target["default_gates"], case)
+def _observe_launch(target, case):
+    return session.launch_case_json(target, target["default_gates"], case)
+
+
+def _judge_launch(target, case, obs):
     if not obs["active"]:
         return {"inactive": _inactive(obs), "evidence": {"install": obs.get("call")}}
     v = verdicts.stock_fallback(case, obs)
     return {"pass": v["pass"], "reason": v["reason"], "tag": "", "evidence": obs}
 
 
-def _key(target, case):
-    obs = session.key_case_json(target, target["default_gates"], case)
+def _observe_key(target, case):
+    return session.key_case_json(target, target["default_gates"], case)
+
+
+def _judge_key(target, case, obs):
     if not obs["active"]:
         return {"inactive": _inactive(obs), "evidence": {"install": obs.get("call")}}
     v = verdicts.key_equivalence(obs)
     return {"pass": v["pass"], "reason": v["reason"], "tag": "", "evidence": obs}
 
 
-def _op(target, case, judging):
-    findings = ops.judge_case(target, case, target["default_gates"], judging)
+def _observe_op(target, case, judging):
+    return ops.observe_judged(target, case, target["default_gates"], judging)
+
+
+def _judge_op(target, case, obs, judging):
+    findings = ops.findings_of(case, obs, judging)
     if "discard" in findings:
         return {"discard": findings["discard"], "evidence": findings}
     tag = findings["fast_path"]
@@ -73,24 +97,33 @@ def _op(target, case, judging):
             "evidence": findings}
 
 
-def _hits(target, case):
-    obs = hits.observe_hits(target, case, target["default_gates"])
+def _observe_hits(target, case):
+    return hits.observe_hits(target, case, target["default_gates"])
+
+
+def _judge_hits(target, case, obs):
     v = verdicts.fast_path_hits(obs)
     t = verdicts.hit_totals(obs["kernels"])
     tag = obs["fast_path"] if obs["fast_path"] != "active" else ("fast" if t["fast"] else "stock only")
     return {"pass": v["pass"], "reason": v["reason"], "tag": tag, "evidence": obs}
 
 
-def _streams(target, case, judging):
-    obs = streams.observe_streams(target, case, target["default_gates"], judging)
+def _observe_streams(target, case, judging):
+    return streams.observe_streams(target, case, target["default_gates"], judging)
+
+
+def _judge_streams(target, case, obs):
     if "skipped" in obs:
         return {"inactive": obs["skipped"], "evidence": obs}
     v = verdicts.stream_semantics(obs)
     return {"pass": v["pass"], "reason": v["reason"], "tag": obs["fast_path"], "evidence": obs}
 
 
-def _timing(target, case):
-    obs = timing.observe_ab(target, case, target["default_gates"])
+def _observe_timing(target, case):
+    return timing.observe_ab(target, case, target["default_gates"])
+
+
+def _judge_timing(target, case, obs):
     v = verdicts.ab_timing(obs)
     evidence = dict(obs, summary={"host": v.get("host"), "device": v.get("device")})
     out = {"pass": True, "reason": v["reason"], "tag": "refused" if "refused" in v else "measured",
@@ -148,22 +181,59 @@ def _left_running(threads_before, children_before):
     return out
 
 
-def check(kind, target, case, judging=None):
-    """``_check``, and what the case left running: a thread or child process
-    the code under test started and did not end is listed in the result's
-    ``left_running`` (see ``_left_running``), which the C++ session gathers
-    per target and the report lists."""
+def observe(kind, target, case, judging=None):
+    """Runs the observer for ``kind`` on ``case`` (the code under test runs
+    here: call it inside the sandbox). Returns ``{"seen": the observation,
+    "left_running": a thread or child process the code under test started and
+    did not end (see ``_left_running``)}``, for ``judge``."""
     threads_before = {t.ident for t in threading.enumerate()}
     children_before = _children()  # not the last case's "after": a child may start between cases
-    result = _check(kind, target, case, judging)
-    left = _left_running(threads_before, children_before)
+    seen = _observe(kind, target, case, judging)
+    return {"seen": seen, "left_running": _left_running(threads_before, children_before)}
+
+
+def judge(kind, target, case, observed, judging=None):
+    """Judges what ``observe`` returned with ``flagprop.verdicts`` (call it
+    after the sandbox is restored: nothing the code under test rebound
+    reaches the verdict). Returns ``_check``'s dict, with ``left_running``
+    (which the C++ session gathers per target and the report lists) when
+    the case left something running."""
+    result = _judge(kind, target, case, observed["seen"], judging)
+    left = observed["left_running"]
     if left and isinstance(result, dict):
         result["left_running"] = left
     return result
 
 
-def _check(kind, target, case, judging=None):
-    """Observe and judge one case. Returns a dict: ``pass`` and ``reason``
+def check(kind, target, case, judging=None):
+    """``observe`` then ``judge`` in one call (a standalone reproducer,
+    which has no sandbox)."""
+    return judge(kind, target, case, observe(kind, target, case, judging), judging)
+
+
+def _observe(kind, target, case, judging=None):
+    """The observation of one case, for ``_judge`` (kinds as ``_judge``)."""
+    if kind == "install":
+        return _observe_install(target, case)
+    if kind == "install2":
+        return _observe_install2(target, case)
+    if kind == "launch":
+        return _observe_launch(target, case)
+    if kind == "key":
+        return _observe_key(target, case)
+    if kind == "op":
+        return _observe_op(target, case, judging)
+    if kind == "hits":
+        return _observe_hits(target, case)
+    if kind == "streams":
+        return _observe_streams(target, case, judging)
+    if kind == "timing":
+        return _observe_timing(target, case)
+    raise ValueError("unknown check kind %r" % kind)
+
+
+def _judge(kind, target, case, obs, judging=None):
+    """Judge one case's observation. Returns a dict: ``pass`` and ``reason``
     (the verdict), ``tag`` (the case's class, for the distribution of passing
     runs) and ``evidence`` (what a finding shows); for ``op`` instead
     ``verdicts`` {"P5": verdict, "P6": verdict}. ``inactive`` (P3, P4: the
@@ -171,21 +241,21 @@ def _check(kind, target, case, judging=None):
     rejects the arguments; the reason) replace the verdict when the case
     cannot be judged. ``judging`` is the catalog entry's judging spec (op)."""
     if kind == "install":
-        return _install(target, case)
+        return _judge_install(target, case, obs)
     if kind == "install2":
-        return _install2(target, case)
+        return _judge_install2(target, case, obs)
     if kind == "launch":
-        return _launch(target, case)
+        return _judge_launch(target, case, obs)
     if kind == "key":
-        return _key(target, case)
+        return _judge_key(target, case, obs)
     if kind == "op":
-        return _op(target, case, judging)
+        return _judge_op(target, case, obs, judging)
     if kind == "hits":
-        return _hits(target, case)
+        return _judge_hits(target, case, obs)
     if kind == "streams":
-        return _streams(target, case, judging)
+        return _judge_streams(target, case, obs)
     if kind == "timing":
-        return _timing(target, case)
+        return _judge_timing(target, case, obs)
     raise ValueError("unknown check kind %r" % kind)
 
 

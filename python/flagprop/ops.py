@@ -481,7 +481,7 @@ def _run_pass(runner, case, cpu_inputs, device, name):
             rec["outputs"] = outs
             rec["after"] = [o.detach().to("cpu", copy=True) for o in outs]
             rec["native"] = _native_pointers(outs)
-        except Exception as e:
+        except BaseException as e:  # SystemExit or KeyboardInterrupt from the op is the op raising too
             rec["error"] = describe_exception(e)
         device_s += time.perf_counter() - t0
         calls.append(rec)
@@ -565,14 +565,19 @@ def _unstable_reference(case, obs, tries=5):
     return ""
 
 
-def judge_case(target, case, gates, judging):
-    """``observe_case`` then ``verdicts.op_findings``: the plain-data findings
-    of one case (with ``discard``, ``compilations`` and ``time_us`` from the
-    observation). ``judging`` is the catalog entry's judging spec."""
+def observe_judged(target, case, gates, judging):
+    """``observe_case`` with the options ``judging`` (the catalog entry's
+    judging spec) asks for; the code under test runs here."""
     rule = judging.get("tolerance", {}).get("rule")
     magnitude = rule in verdicts.ACCUMULATING and (True if rule != "schema" else "if_reducing")
-    obs = observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
-                       magnitude)
+    return observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
+                        magnitude)
+
+
+def findings_of(case, obs, judging):
+    """``verdicts.op_findings`` of an ``observe_judged`` observation: the
+    plain-data findings of one case (with ``discard``, ``compilations`` and
+    ``time_us`` from the observation). No code under test runs here."""
     if "discard" in obs:
         return obs
     t0 = time.perf_counter()

@@ -441,7 +441,8 @@ class RealModules(unittest.TestCase):
                     self.assertNotIn("flagprop.ops", got)  # installer properties never build op inputs
                     self.assertNotIn("flagprop.timing", got)
                 if kind == "op":
-                    self.assertIn("judge_case", got["flagprop.ops"]["kept"])
+                    self.assertIn("observe_judged", got["flagprop.ops"]["kept"])
+                    self.assertIn("findings_of", got["flagprop.ops"]["kept"])
                     self.assertNotIn("flagprop.timing", got)
 
     def test_a_sliced_check_judges_like_the_whole_modules(self):

@@ -28,6 +28,7 @@ namespace {
 std::string notRegular(const std::string& path) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // e.g. "Too many levels of symbolic links"
   if (ec || st.type() == fs::file_type::not_found) return "no such file";
   if (st.type() == fs::file_type::directory) return "is a directory, not a file";
   if (st.type() != fs::file_type::regular) return "is not a regular file (a FIFO, device or socket)";
@@ -95,16 +96,33 @@ std::string jsonText(const nlohmann::json& j) {
 }
 
 void overwriteFile(const std::string& path, const std::string& text) {
-  static std::map<std::string, int> fds;
+  struct Kept {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+  };
+  static std::map<std::string, Kept> fds;
   auto it = fds.find(path);
+  // The descriptor is used only while it is still this file, and `path`
+  // still names it: code under test that closed it (and perhaps got its
+  // number for a file of its own) or unlinked the file gets a fresh one.
+  struct stat byFd {}, byPath {};
+  if (it != fds.end() && (::fstat(it->second.fd, &byFd) != 0 || byFd.st_dev != it->second.dev ||
+                          byFd.st_ino != it->second.ino || ::stat(path.c_str(), &byPath) != 0 ||
+                          byPath.st_dev != byFd.st_dev || byPath.st_ino != byFd.st_ino)) {
+    if (::fstat(it->second.fd, &byFd) == 0 && byFd.st_dev == it->second.dev && byFd.st_ino == it->second.ino)
+      ::close(it->second.fd);  // still ours, only unlinked: close it (a closed or reused number is not ours to close)
+    fds.erase(it);
+    it = fds.end();
+  }
   if (it == fds.end()) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw FileError("cannot write " + path);
-    it = fds.emplace(path, fd).first;
+    if (fd < 0 || ::fstat(fd, &byFd) != 0) throw FileError("cannot write " + path + " (" + std::strerror(errno) + ")");
+    it = fds.emplace(path, Kept{fd, byFd.st_dev, byFd.st_ino}).first;
   }
-  if (::pwrite(it->second, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
-      ::ftruncate(it->second, static_cast<off_t>(text.size())) != 0) {
-    ::close(it->second);  // the file may have been removed: open it afresh next time
+  if (::pwrite(it->second.fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
+      ::ftruncate(it->second.fd, static_cast<off_t>(text.size())) != 0) {
+    ::close(it->second.fd);
     fds.erase(it);
     throw FileError("cannot write " + path);
   }

@@ -421,8 +421,8 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   else
     md << "- no replay string (the process that would replay it in flagprop died on this case): run the reproducer\n";
   if (r.contains("reproducer") && !r.at("reproducer").is_null())
-    md << "- standalone reproducer: `" << prov.value("python", std::string("python3")) << " "
-       << r.at("reproducer").get<std::string>() << "` (exit 1: reproduced)\n";
+    md << "- standalone reproducer: `" << shellQuote(prov.value("python", std::string("python3"))) << " "
+       << shellQuote(r.at("reproducer").get<std::string>()) << "` (exit 1: reproduced)\n";
   md << "\n";
 }
 
@@ -564,8 +564,8 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
         os << "    counterexample (" << (crashed ? "unshrunk: the process died on it" : "shrunk")
            << "): " << cell(r.at("counterexample").dump(), 300) << "\n";
       if (r.contains("reproducer") && r.at("reproducer").is_string())
-        os << "    reproducer: " << prov.value("python", std::string("python3")) << " "
-           << r.at("reproducer").get<std::string>() << "\n";
+        os << "    reproducer: " << shellQuote(prov.value("python", std::string("python3"))) << " "
+           << shellQuote(r.at("reproducer").get<std::string>()) << "\n";
       if (!r.value("reproduce", std::string()).empty()) os << "    replay: " << replayCommand(prov, t, r) << "\n";
     } else if (oneLiners < 6) {
       ++oneLiners;

@@ -24,6 +24,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,7 +191,7 @@ std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
   if (r.stopped) return "target process stopped (the run was interrupted)";
   if (r.referenceTimedOut)
     return "target process timed out on one case (CPU ATen computed its reference longer than " +
-           std::to_string(kReferenceStageSeconds) + " s)";
+           std::to_string(r.referenceSeconds) + " s)";
   if (r.caseTimedOut) return "target process timed out on one case (it ran longer than --case-timeout)";
   return r.timedOut ? "target process timed out after " + std::to_string(timeoutSeconds) + " s"
          : r.signal ? "target process died with signal " + std::to_string(r.signal) + " (" + strsignal(r.signal) + ")"
@@ -350,6 +351,8 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     std::chrono::steady_clock::time_point caseSince, lastLook;
     std::string stage;  // its stage seen last, and since when
     std::chrono::steady_clock::time_point stageSince;
+    std::chrono::steady_clock::time_point lastCap;  // when its capture file's size was looked at last
+    uint64_t dropped = 0;                            // bytes of its capture cut off past kCaptureCapBytes
   };
   std::vector<ChildResult> results(children.size());
   std::vector<Running> run(children.size());
@@ -371,6 +374,15 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     run[i].done = run[i].pid == 0;
     run[i].caseSince = run[i].lastLook = start;
   }
+  // Cuts a child's capture file back to kCaptureCapBytes (the child appends,
+  // O_APPEND: it goes on writing at the cut).
+  const auto cap = [&](size_t i) {
+    struct stat st {};
+    const std::string& path = children[i].capturePath;
+    if (!path.empty() && ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kCaptureCapBytes &&
+        ::truncate(path.c_str(), static_cast<off_t>(kCaptureCapBytes)) == 0)
+      run[i].dropped += static_cast<uint64_t>(st.st_size) - kCaptureCapBytes;
+  };
   // Copies what a child wrote to its fd 3 to this process's stdout.
   const auto pump = [&](size_t i) {
     if (relay[i] < 0) return;
@@ -415,6 +427,10 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
         stop(&results[i].stopped);
         continue;
       }
+      if (!children[i].capturePath.empty() && now - c.lastCap > std::chrono::milliseconds(500)) {
+        c.lastCap = now;
+        cap(i);
+      }
       const CaseWatch& watch = children[i].watch;
       if (watch.caseSeconds > 0 && now - c.lastLook > std::chrono::milliseconds(500)) {
         c.lastLook = now;
@@ -438,6 +454,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
         if (referenceHangs || (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds))) {
           results[i].caseTimedOut = true;
           results[i].referenceTimedOut = referenceHangs;
+          results[i].referenceSeconds = watch.referenceSeconds;
           stop(&results[i].timedOut);
           continue;
         }
@@ -450,6 +467,12 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
   for (size_t i = 0; i < children.size(); ++i) {
     pump(i);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
     if (relay[i] >= 0) close(relay[i]);
+    cap(i);
+    if (run[i].dropped > 0) {
+      std::ofstream note(children[i].capturePath, std::ios::app);
+      note << "\nflagprop: " << run[i].dropped << " bytes of this process's output were cut (the capture keeps "
+           << (kCaptureCapBytes >> 20) << " MiB and what came after its last cut)\n";
+    }
     if (run[i].pid == 0) continue;
     if (WIFEXITED(run[i].status)) results[i].exitCode = WEXITSTATUS(run[i].status);
     if (WIFSIGNALED(run[i].status)) results[i].signal = WTERMSIG(run[i].status);

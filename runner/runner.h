@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -96,6 +97,7 @@ struct ChildResult {
   bool timedOut = false;
   bool caseTimedOut = false;  ///< one case outran the per-case limit (a hang), not the whole process
   bool referenceTimedOut = false;  ///< ... in its CPU reference stage (CaseWatch::referenceSeconds)
+  int referenceSeconds = 0;        ///< that stage's limit in s, when referenceTimedOut
   bool stopped = false;       ///< killed because stopRequested() (Ctrl-C, SIGTERM)
 };
 
@@ -140,6 +142,11 @@ bool stopRequested();
 /// this process's.
 ChildResult runChild(const std::vector<std::string>& argv, int timeoutSeconds, const std::string& capturePath = "",
                      const std::vector<std::string>& env = {}, const CaseWatch& watch = {});
+
+/// The most of a child's captured output (stdout and stderr) kept, bytes:
+/// past it the capture file is cut back to this size every 500 ms (what was
+/// written since the last cut stays), and a last line says how much was cut.
+constexpr uint64_t kCaptureCapBytes = uint64_t(32) << 20;
 
 /// One child of runChildren: runChild's arguments.
 struct ChildSpec {

@@ -457,12 +457,21 @@ json readManifestJson(const std::string& path) {
     throw ManifestError(e.what());
   }
   bool tooDeep = false;
+  std::vector<std::set<std::string>> keys;  // per open object: the keys seen (a duplicate is an error, not "the last wins")
+  std::string duplicate;
   json j;
   try {
-    j = json::parse(text, [&](int depth, json::parse_event_t, json&) {
+    j = json::parse(text, [&](int depth, json::parse_event_t event, json& parsed) {
       if (depth > kManifestMaxDepth) tooDeep = true;
+      if (event == json::parse_event_t::object_start) keys.emplace_back();
+      if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+      if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+          duplicate.empty())
+        duplicate = parsed.get<std::string>();
       return !tooDeep;
     });
+  } catch (const json::out_of_range& e) {  // a number beyond a double (1e400)
+    throw ManifestError(path + ": not valid JSON (a number out of range: " + std::string(e.what()).substr(0, 200) + ")");
   } catch (const json::parse_error& e) {
     const std::string msg = e.what();
     const auto pos = msg.find("parse error");
@@ -479,16 +488,26 @@ json readManifestJson(const std::string& path) {
     throw ManifestError(path + ": not valid JSON (" + shown + ")");
   }
   if (tooDeep) throw ManifestError(path + ": nested deeper than " + std::to_string(kManifestMaxDepth) + " levels");
+  if (!duplicate.empty()) throw ManifestError(path + ": field '" + duplicate + "' is given twice in one object");
   return j;
 }
 
+// `path` made absolute and canonical as far as it exists; a path that cannot
+// be resolved (a symbolic link loop) is kept as given, for readFile to name why.
+std::string absoluteManifestPath(const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  const fs::path canon = fs::weakly_canonical(abs, ec);
+  return (ec ? abs : canon).string();
+}
+
 Target loadTarget(const std::string& path) {
-  const std::string abs = fs::weakly_canonical(fs::absolute(path)).string();
+  const std::string abs = absoluteManifestPath(path);
   return parseTarget(readManifestJson(abs), abs, fs::path(abs).parent_path().string());
 }
 
 std::vector<std::string> expandManifest(const std::string& path) {
-  const std::string abs = fs::weakly_canonical(fs::absolute(path)).string();
+  const std::string abs = absoluteManifestPath(path);
   const json j = readManifestJson(abs);
   if (!j.is_object()) throw ManifestError(abs + ": a manifest must be a JSON object");
   const std::string schema = j.contains("schema") && j.at("schema").is_string() ? j.at("schema").get<std::string>() : "";

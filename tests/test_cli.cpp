@@ -17,6 +17,7 @@
 
 #include <csignal>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -526,6 +527,20 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --property P5/tahn", &out), 2);
   EXPECT_NE(out.find("no catalog op 'tahn'"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " frobnicate", &out), 2);
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --cases ' 5'", &out), 2) << "a blank before the number";
+  EXPECT_NE(out.find("--cases needs a number"), std::string::npos) << out;
+  {  // a FIFO and a symbolic link loop are named as such, not as missing files
+    const std::string fifo = (fs::temp_directory_path() / ("flagprop-test-cli-fifo-" + std::to_string(getpid()))).string();
+    fs::remove(fifo);
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + fifo, &out), 2);
+    EXPECT_NE(out.find("is not a regular file (a FIFO"), std::string::npos) << out;
+    fs::remove(fifo);
+    fs::create_symlink(fifo, fifo);
+    EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + fifo, &out), 2);
+    EXPECT_NE(out.find("Too many levels of symbolic links"), std::string::npos) << out;
+    fs::remove(fifo);
+  }
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --help", &out), 0);
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA", &out), 2);
@@ -674,6 +689,9 @@ TEST(Cli, ACaseStuckInItsReferenceIsStoppedEarly) {
   auto r = flagprop::runChild(child("reference"), 60, "", {}, flagprop::CaseWatch{fly, 50, stage, 1});
   EXPECT_TRUE(r.caseTimedOut && r.referenceTimedOut);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  // The reason names the limit that stopped it (1 s here), not the default 60 s.
+  EXPECT_EQ(flagprop::childEnd(r, false, 60),
+            "target process timed out on one case (CPU ATen computed its reference longer than 1 s)");
   r = flagprop::runChild(child("device"), 3, "", {}, flagprop::CaseWatch{fly, 50, stage, 1});
   EXPECT_FALSE(r.caseTimedOut) << "the device stage has --case-timeout, not the reference's limit";
   EXPECT_TRUE(r.timedOut);  // the process limit (3 s) ended it
@@ -1007,4 +1025,38 @@ TEST(Cli, AReportFileThatCannotBeWrittenLeavesTheRestAndExitsFour) {
       << out;
   fs::remove(manifest);
   flagprop::removeTree(dir.string());
+}
+
+// An op that closes flagprop's file descriptors and unlinks its in-flight
+// record breaks nothing after it: later cases are judged, and a crash after
+// it is still recorded against its case (not "outside a case").
+TEST(Cli, AnOpThatClosesFlagpropsDescriptorsIsIsolated) {
+  const fs::path dir = testDir("closes-fds");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-closes-fds.json --report-dir " + dir.string(), &out), 0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  for (const auto& r : report.at("targets").at(0).at("results"))
+    EXPECT_NE(r.at("status"), "error") << r.dump();
+  const json* p5 = result(report, "fixture-ops-closes-fds", "P5");
+  ASSERT_NE(p5, nullptr) << out;
+  EXPECT_EQ(out.find("outside a case"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
+// A target process that prints without end does not fill the disk: its
+// capture keeps kCaptureCapBytes and says how much was cut.
+TEST(Cli, ACapturedOutputIsCappedAndSaysHowMuchWasCut) {
+  const std::string capture = testDir("capture").string() + ".txt";
+  const auto r = flagprop::runChild({"/bin/sh", "-c", "yes flagprop-capture 2>/dev/null | head -c 50000000"}, 120, capture);
+  EXPECT_EQ(r.exitCode, 0);
+  const auto size = fs::file_size(capture);
+  EXPECT_LE(size, flagprop::kCaptureCapBytes + 4096);
+  EXPECT_GE(size, flagprop::kCaptureCapBytes);
+  const json out = flagprop::capturedOutput(capture);
+  const std::string last = out.at("tail").back();
+  EXPECT_NE(last.find("flagprop: " + std::to_string(50000000 - flagprop::kCaptureCapBytes) + " bytes of this process's output were cut"),
+            std::string::npos)
+      << last;
+  fs::remove(capture);
 }

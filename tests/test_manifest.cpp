@@ -62,6 +62,19 @@ TEST(Manifest, MalformedJson) {
   const auto e = errorOf([&] { loadTarget(writeTemp("bad.json", "{\"schema\": ")); });
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << "one line";
+  // A number beyond a double names the file, not only nlohmann's code.
+  const std::string huge = writeTemp("huge.json", R"({"schema": "flagprop.target/1", "name": "x", "op_cases": 1e400})");
+  const auto h = errorOf([&] { loadTarget(huge); });
+  EXPECT_NE(h.find(huge + ": not valid JSON (a number out of range"), std::string::npos) << h;
+  // A key given twice is an error wherever it is (nlohmann would keep the last).
+  const auto d = errorOf([&] {
+    loadTarget(writeTemp("twice.json", R"({"schema": "flagprop.target/1", "name": "x", "ops": {"kind": "aten", "kind": "aten"}})"));
+  });
+  EXPECT_NE(d.find("field 'kind' is given twice in one object"), std::string::npos) << d;
+  const std::string nested = R"({"schema": "flagprop.target/1", "name": "x", "ops": {"kind": "module", "path": ")" +
+                             fixturesDir() + R"(/ops/example_ops.py", "globals": {"kind": 1, "FAULTS": []}}})";
+  EXPECT_EQ(errorOf([&] { loadTarget(writeTemp("nested.json", nested)); }), "")
+      << "the same key in an object and in one nested in it is no duplicate";
 }
 
 TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
@@ -75,6 +88,13 @@ TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_NE(errorOf([&] { loadTarget(writeTemp("deep.json", deep)); }).find("nested deeper than"), std::string::npos);
   fs::remove(fifo);
+  // A symbolic link loop is named as one, not as a missing file.
+  const fs::path loop = fs::path(fifo + "-loop");
+  fs::remove(loop);
+  fs::create_symlink(loop, loop);
+  const auto l = errorOf([&] { loadTarget(loop.string()); });
+  EXPECT_NE(l.find("Too many levels of symbolic links"), std::string::npos) << l;
+  fs::remove(loop);
 }
 
 TEST(Manifest, WrongSchemaAndMissingFields) {

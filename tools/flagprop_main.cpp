@@ -186,7 +186,12 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   if (opt == "--manifest") {
     std::error_code ec;
     if (fs::is_directory(v, ec)) return "--manifest " + v + ": a folder, not a manifest file";
-    if (!fs::is_regular_file(v, ec)) return "--manifest " + v + ": no such file";
+    try {  // the reason readFile gives: no such file, a FIFO or device, a symbolic link loop
+      readFile(v, 0);
+    } catch (const FileError& e) {
+      const std::string what = e.what();
+      if (what.find("is larger than") == std::string::npos) return "--manifest " + what;
+    }
     cli.manifests.push_back(v);
   } else if (opt == "--report-dir") {
     if (v.empty()) return "--report-dir needs a folder";

@@ -498,10 +498,24 @@ def _stage(name):
     so that the parent of a process that dies or hangs knows whose crash or
     hang it was."""
     if "fd" not in _STAGE:  # the C++ session sets the variable before the first case
-        path = os.environ.get("FLAGPROP_STAGE_FILE")
-        _STAGE["fd"] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644) if path else None
-    if _STAGE["fd"] is not None:  # one pwrite per stage, fixed width: no truncate; the reader strips
-        os.pwrite(_STAGE["fd"], name.encode().ljust(16), 0)
+        _STAGE["path"] = os.environ.get("FLAGPROP_STAGE_FILE")
+        _STAGE["fd"] = None
+    path, fd = _STAGE["path"], _STAGE["fd"]
+    if not path:
+        return
+    if fd is not None:
+        # Still this file, and the path still names it? (The code under test
+        # may have closed the descriptor, reused its number or unlinked the file.)
+        try:
+            kept, now = os.fstat(fd), os.stat(path)
+            fd = fd if (kept.st_dev, kept.st_ino) == _STAGE["id"] == (now.st_dev, now.st_ino) else None
+        except OSError:
+            fd = None
+    if fd is None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        st = os.fstat(fd)
+        _STAGE["fd"], _STAGE["id"] = fd, (st.st_dev, st.st_ino)
+    os.pwrite(fd, name.encode().ljust(16), 0)  # one pwrite per stage, fixed width: no truncate; the reader strips
 
 
 def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):

@@ -336,13 +336,10 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   for (const char* section : {"installer", "flag_gems", "ops"})
     if (rest.contains(section) && rest[section].is_object() && rest[section].contains("path")) rest[section]["path"] = "";
   if (rest.contains("installer") && rest["installer"].is_object()) rest["installer"]["python_path"] = json::array();
-  // Relative to the reproducer when the report is inside the checkout (it
-  // moves with it), else the checkout's absolute path (a report folder or a
-  // build folder outside it); either is used only while it holds the files.
+  std::string flagpropRoot = "None";  // relative to the reproducer when the report is inside the checkout
   const fs::path rootAbs = fs::path(FLAGPROP_SOURCE_DIR).lexically_normal(), dirAbs = fs::absolute(dir).lexically_normal();
-  const std::string flagpropRoot = pyString(dirAbs.string().rfind(rootAbs.string() + "/", 0) == 0
-                                                ? rootAbs.lexically_relative(dirAbs).string()
-                                                : rootAbs.string());
+  if (dirAbs.string().rfind(rootAbs.string() + "/", 0) == 0)
+    flagpropRoot = pyString(rootAbs.lexically_relative(dirAbs).string());
   const json obs = outcome.observations.is_object() ? outcome.observations : json::object();
   const std::string reason = display(outcome.reason, roots);
 

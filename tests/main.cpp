@@ -3,8 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  // The reproducers the tests run find the checkout through this, wherever
+  // the build folder (their working directory) is: inside the checkout or not.
+  setenv("FLAGPROP_ROOT", FLAGPROP_SOURCE_DIR, 0);
   flagprop::ensureInterpreter();
   return RUN_ALL_TESTS();
 }

@@ -29,7 +29,7 @@ import re
 import shlex
 import sys
 
-from flagprop.htmlreport import compact_json, replay_command, report_file
+from flagprop.htmlreport import compact_json, replay_command, report_file, write_atomic
 from flagprop.verdicts import finding_kind, shapeless
 
 SCHEMA = "flagprop.report/1"
@@ -660,12 +660,10 @@ def write(report_dir):
         name = "%0*d-%s.md" % (width, i, slug(g["title"]))
         names.append(name)
         path = os.path.join(out_dir, name)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(render_draft(report, g, report_dir))
+        write_atomic(path, render_draft(report, g, report_dir))
         paths.append(path)
     index = os.path.join(out_dir, "README.md")
-    with open(index, "w", encoding="utf-8") as f:
-        f.write(render_index(report, groups, names))
+    write_atomic(index, render_index(report, groups, names))
     paths.append(index)
     return paths
 

@@ -764,11 +764,26 @@ def write(report_dir):
         report = json.load(f)
     page = render(report, report_dir)
     out = os.path.join(report_dir, "report.html")
-    tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.replace(tmp, out)
+    write_atomic(out, page)
     return out
+
+
+def write_atomic(path, text):
+    """Writes ``text`` (str, UTF-8) to ``path`` through a temporary file
+    renamed over it: a full disk leaves the old file or none, never a
+    truncated one, and no temporary file. Raises OSError naming the path and
+    the reason."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise OSError(e.errno, "cannot write %s (%s)" % (path, e.strerror or e)) from e
 
 
 def main(argv=None):

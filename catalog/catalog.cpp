@@ -28,6 +28,43 @@ json indices(int input, int dimArg, int keepdimArg) {
   if (keepdimArg >= 0) j["keepdim_arg"] = keepdimArg;
   return j;
 }
+json indices(int input, const json& dimArg, const json& keepdimArg) {
+  json j = {{"kind", "indices"}, {"input", input}, {"dim_arg", dimArg}};
+  if (!keepdimArg.is_null()) j["keepdim_arg"] = keepdimArg;
+  return j;
+}
+json exactIf(json rule, const json& arg) {
+  rule["exact_if"] = arg;
+  return rule;
+}
+json unorderedIf(json rule, const json& arg, const json& dimArg) {
+  rule["unordered_if_not"] = arg;
+  rule["dim_arg"] = dimArg;
+  return rule;
+}
+
+json freeOutputs(const std::string& name) {
+  // Argument positions and keyword names as the overload's schema has them
+  // (LibTorch 1.13 and 2.x agree on these); see docs/aten-freedom.md.
+  static const std::map<std::string, json> table = [] {
+    const json byValue = indices(0, json(1), json(2));  // (self, dim, keepdim): any index among ties
+    std::map<std::string, json> t;
+    for (const char* n : {"max.dim", "min.dim", "median.dim", "median.dim_values", "nanmedian.dim",
+                          "nanmedian.dim_values", "mode"})
+      t[n] = json::array({values(), byValue});
+    t["kthvalue"] = json::array({values(), indices(0, json(2), json(3))});  // (self, k, dim, keepdim)
+    t["sort"] = json::array({values(), indices(0, json(1))});              // (self, dim, descending)
+    t["argsort"] = json::array({indices(0, json(1))});                     // (self, dim, descending)
+    // (self, *, stable, dim, descending): stable=True documents the order among ties.
+    t["sort.stable"] = json::array({values(), exactIf(indices(0, json("dim")), "stable")});
+    t["argsort.stable"] = json::array({exactIf(indices(0, json("dim")), "stable")});
+    // (self, k, dim, largest, sorted): sorted=False leaves the order of the k free.
+    t["topk"] = json::array({unorderedIf(values(), 4, 2), unorderedIf(indices(0, json(2)), 4, 2)});
+    return t;
+  }();
+  const auto it = table.find(name);
+  return it == table.end() ? json::array() : it->second;
+}
 }  // namespace out
 
 Op::Op(std::string name, std::vector<std::string> dtypes, Sampler sample) {
@@ -95,9 +132,9 @@ std::vector<OpEntry> buildCatalog() {
       Op("mean.dim", kFloating, dimListReduction()).tolerance(tol::reduction(1)),
       Op("cumsum", kFloatingAndInt32, alongDim()).tolerance(tol::scan(1)),
       Op("_log_softmax", kFloating, alongDim({args::fixed(false)})),
-      // Indices among ties: judged by the values they select.
-      Op("argmin", kFloatingAndInt32, alongDim({args::boolean()}, /*optionalDim=*/true))
-          .outputs({out::indices(0, 1, 2)}),
+      // argmin: the first of equal values, as ATen documents (exact); the
+      // others: indices among ties judged by the values they select.
+      Op("argmin", kFloatingAndInt32, alongDim({args::boolean()}, /*optionalDim=*/true)).exact(),
       Op("max.dim", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1, 2)}),
       Op("sort", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1)}),
   };

@@ -38,6 +38,23 @@ json values();  ///< against the reference within the tolerance (the default)
 /// every dim): judged by the values they select, so any index among ties
 /// is right (argmin, max.dim, an unstable sort).
 json indices(int input, int dimArg, int keepdimArg = -1);
+/// The same, the dim (and keepdim) named by a keyword argument or a
+/// position (a JSON string or integer): what schema-derived entries use.
+json indices(int input, const json& dimArg, const json& keepdimArg = nullptr);
+/// Adds to an indices() or values() rule: judged exactly (the index ATen
+/// gives) when argument `arg` is true (`stable=True`: stable order is
+/// documented).
+json exactIf(json rule, const json& arg);
+/// Adds to an indices() or values() rule: the order along the dim in
+/// argument `dimArg` is free (compared as a multiset) when argument `arg` is
+/// false (`topk(sorted=False)`).
+json unorderedIf(json rule, const json& arg, const json& dimArg);
+
+/// The outputs rule of ATen overload `name` where ATen leaves a choice to
+/// the implementation (docs/aten-freedom.md: the index among equal values,
+/// the order of an unsorted topk), for schema-derived entries; an empty
+/// array where it leaves none (argmax / argmin: the first occurrence).
+json freeOutputs(const std::string& name);
 }  // namespace out
 
 /// One catalog op.

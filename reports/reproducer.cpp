@@ -320,10 +320,14 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   const std::string name = target.value("name", std::string("target"));
   // Two manifests may share a name: the manifest path's hash keeps their files apart.
   const std::string tag = std::to_string(std::hash<std::string>{}(target.value("manifest", std::string())) % 10000);
-  std::string id = outcome.key();
-  for (auto& ch : id)
-    if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
-  const std::string path = (fs::path(dir) / ("repro_" + name + "_" + id + nameSuffix + "_" + tag + ".py")).string();
+  // A file name of letters, digits, '_' and '-' within 255 bytes: at most 80 of the name, 120 of the key.
+  const auto part = [](std::string s, size_t most) {
+    for (auto& ch : s)
+      if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
+    return s.substr(0, most);
+  };
+  const std::string path =
+      (fs::path(dir) / ("repro_" + part(name, 80) + "_" + part(outcome.key(), 120) + nameSuffix + "_" + tag + ".py")).string();
   const Roots roots(dir);
 
   // The code under test: named variables at the top; TARGET holds the rest.

@@ -550,7 +550,7 @@ bool takeDocumentMac(json& doc, const std::string& key) {
   return mac.is_string() && mac.get<std::string>() == hmacSha256Hex(key, jsonText(doc));
 }
 
-bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned) {
+bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const std::string& why) {
   const std::set<std::string> want(planned.begin(), planned.end());
   std::set<std::string> seen;
   json kept = json::array(), missing = json::array(), unexpected = json::array();
@@ -566,8 +566,9 @@ bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned) {
     const PropertyDef* def = findProperty(key.substr(0, a));
     json r = {{"property", key.substr(0, a)}, {"title", def ? def->title : std::string()}, {"key", key},
               {"status", "error"}, {"cases_run", 0},
-              {"reason", "no result: the target process finished without one for this run (its document does not "
-                         "hold it; the code under test may have rewritten the document)"}};
+              {"reason", !why.empty() ? why
+                                      : "no result: the target process finished without one for this run (its document "
+                                        "does not hold it; the code under test may have rewritten the document)"}};
     if (b != std::string::npos) {
       r["op"] = key.substr(a + 1, b - a - 1);
       r["dtype"] = key.substr(b + 1);

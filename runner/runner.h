@@ -68,8 +68,10 @@ bool takeDocumentMac(json& doc, const std::string& key);
 /// launched for (`planned`, from plannedKeys): a result of a key not planned
 /// (or a second one of a key) is dropped, a planned key without a result gets
 /// an `error` result saying so; both are listed in `plan_mismatch`
-/// ({"missing": [...], "unexpected": [...]}). Returns whether it matched.
-bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned);
+/// ({"missing": [...], "unexpected": [...]}). `why` is the missing
+/// results' reason (the default: the process finished without them).
+/// Returns whether it matched.
+bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const std::string& why = "");
 
 /// run-target's exit status after a run lost the device: the parent resumes
 /// the target in a fresh process.

@@ -152,6 +152,7 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
     out.reproduce = encodeReproduce(out.key(), f.reproduce);
     if (last.evidence.is_object())
       for (auto it = last.evidence.begin(); it != last.evidence.end(); ++it) out.observations[it.key()] = it.value();
+    if (!last.kinds.empty()) out.observations["kinds"] = last.kinds;  // what told it apart from other failures
   } else if (result.template is<rc::detail::GaveUpResult>()) {
     const auto& g = result.template get<rc::detail::GaveUpResult>();
     out.casesRun = g.numSuccess;

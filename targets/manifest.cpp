@@ -18,10 +18,14 @@ namespace flagprop {
 
 namespace {
 
+// `p` against `baseDir`, canonical as far as it can be resolved (a symbolic
+// link loop stays as written: the existence check then names it).
 std::string resolve(const std::string& baseDir, const std::string& p) {
   fs::path path(p);
   if (path.is_relative()) path = fs::path(baseDir) / path;
-  return fs::weakly_canonical(path).string();
+  std::error_code ec;
+  const fs::path canon = fs::weakly_canonical(path, ec);
+  return (ec ? path.lexically_normal() : canon).string();
 }
 
 bool isHex64(const std::string& s) {
@@ -98,14 +102,20 @@ class Section {
     if (!ok) fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi), key);
     return v.get<int64_t>();
   }
-  std::vector<std::string> strings(const std::string& key) const {
+  /// With `selection` (a list that narrows what runs: catalog, dtypes,
+  /// properties), a list given must name something, each entry once: an
+  /// empty one would silently mean "everything", a twice-named one run twice.
+  std::vector<std::string> strings(const std::string& key, bool selection = false) const {
     std::vector<std::string> out;
     if (!has(key)) return out;
     if (!obj_.at(key).is_array()) fail("must be a list of strings", key);
     for (const auto& x : obj_.at(key)) {
       if (!x.is_string() || x.get<std::string>().empty()) fail("must list non-empty strings; got " + x.dump(), key);
+      if (selection && std::find(out.begin(), out.end(), x.get<std::string>()) != out.end())
+        fail("names '" + x.get<std::string>() + "' twice", key);
       out.push_back(x.get<std::string>());
     }
+    if (selection && out.empty()) fail("lists nothing (leave it out for the default)", key);
     return out;
   }
   json object(const std::string& key) const {
@@ -190,7 +200,7 @@ FlagGemsSpec readFlagGems(const Section& top, const std::string& origin, const s
 OpsSpec readOps(const Section& top, const std::string& origin, const std::string& base) {
   OpsSpec s;
   if (!top.has("ops")) return s;
-  const Section o(top.raw("ops"), origin, "ops.", {"kind", "path", "sha256", "globals", "enable"});
+  const Section o(top.raw("ops"), origin, "ops.", {"kind", "path", "sha256", "globals", "enable", "control"});
   s.kind = o.oneOf("kind", "aten", {"aten", "module"});
   if (s.kind == "module") {
     s.path = o.path("path", base, false);
@@ -198,9 +208,19 @@ OpsSpec readOps(const Section& top, const std::string& origin, const std::string
     s.sha256 = o.sha256("sha256");
     s.globals = o.object("globals");
     o.forbid("enable", "applies to kind 'aten' only");
+    if (o.has("control")) {  // the CPU model of a stock device path: a second op file
+      if (!o.raw("control").is_object()) o.fail("must be an object {path, globals} for kind 'module'", "control");
+      const Section c(o.raw("control"), origin, "ops.control.", {"path", "globals"});
+      const std::string path = c.path("path", base, false);
+      if (fs::path(path).extension() != ".py") c.fail("must be a Python file (.py)", "path");
+      s.control = {{"path", path}, {"globals", c.object("globals")}};
+    }
   } else {
     for (const char* k : {"path", "sha256", "globals"}) o.forbid(k, "applies to kind 'module' only");
     s.enable = o.oneOf("enable", "", {"", "flag_gems"});
+    // FlagGems' kernels are judged against the device's own by default.
+    s.control = o.oneOf("control", s.enable == "flag_gems" ? "stock" : "none", {"none", "stock"});
+    if (s.control == "stock" && s.enable != "flag_gems") o.fail("\"stock\" needs \"enable\": \"flag_gems\"", "control");
   }
   return s;
 }
@@ -227,14 +247,14 @@ void readOpSelection(const Section& top, Target& t) {
     t.catalogOps = flaggemsOverloads();  // excluded ones become skips with the reason
     t.catalogSource = "flaggems";
   } else {
-    t.catalogOps = top.strings("catalog");
+    t.catalogOps = top.strings("catalog", true);
     for (const auto& n : t.catalogOps)
       if (!findOp(n))
         top.fail("names op '" + n + "', which flagprop cannot run: " + whyExcluded(n) + " (hand-written entries: " +
                      catalogNames() + ")",
                  "catalog");
   }
-  t.dtypes = top.strings("dtypes");
+  t.dtypes = top.strings("dtypes", true);
   for (const auto& d : t.dtypes) {
     const std::string why = checkCatalogDtype(d);
     if (!why.empty()) top.fail(why, "dtypes");
@@ -389,7 +409,8 @@ json Target::toJson() const {
               {"path", ops.path},
               {"sha256", ops.sha256},
               {"globals", ops.globals},
-              {"enable", ops.enable}}},
+              {"enable", ops.enable},
+              {"control", ops.control}}},
             {"gates", gates ? flagprop::toJson(*gates) : json("generate")},
             {"default_gates", flagprop::toJson(defaultGates())},
             {"gate_builds", gateBuilds},
@@ -424,6 +445,8 @@ Target parseTarget(const json& manifest, const std::string& origin, const std::s
   if (schema != "flagprop.target/1") top.fail("is '" + schema + "', expected 'flagprop.target/1'", "schema");
   t.manifestPath = origin;
   t.name = top.required("name");
+  for (const unsigned char c : t.name)  // it is printed on the console and names files
+    if (c < 0x20 || c == 0x7f) top.fail("must not hold control characters (a newline, a tab, NUL...)", "name");
   static const std::regex nameChars("[A-Za-z0-9._-]+");
   if (!std::regex_match(t.name, nameChars)) top.fail("may hold only letters, digits, '-', '_' and '.'", "name");
   t.description = top.str("description", "");
@@ -435,7 +458,7 @@ Target parseTarget(const json& manifest, const std::string& origin, const std::s
   t.ops = readOps(top, origin, baseDir);
   t.gates = readGates(top, origin);
   if (top.has("gate_builds")) t.gateBuilds = top.strings("gate_builds");
-  t.properties = top.strings("properties");
+  t.properties = top.strings("properties", true);
   for (const auto& p : t.properties) {
     const std::string why = checkRunKeySyntax(p);
     if (!why.empty() || p.find('/') != std::string::npos)

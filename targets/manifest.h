@@ -59,6 +59,13 @@ struct OpsSpec {
   std::string sha256;         ///< module: expected SHA256; empty = not pinned
   nlohmann::json globals = nlohmann::json::object();  ///< module: globals set before its body runs
   std::string enable;         ///< aten: "flag_gems" registers FlagGems' kernels for the catalog ops
+  /// The control P5 / P6 judge the op under test against where it has one
+  /// (the same call through the device's stock path): "stock" (kind aten
+  /// with enable flag_gems, the default there: the same ATen overload with
+  /// FlagGems' kernels unregistered), "none", or, kind module, {"path": a
+  /// second op file, "globals": {...}} whose OPS model a device's stock
+  /// kernels (the CPU model of the control, for CI).
+  nlohmann::json control = "none";
 };
 
 /// A pin (flagprop.pin/1): one combination of the stack as a bundle ships it,

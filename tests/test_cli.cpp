@@ -872,6 +872,16 @@ TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
   EXPECT_EQ(t.at("status"), "error") << t.dump();
   EXPECT_NE(t.value("error", "").find("its MAC does not match"), std::string::npos) << t.dump();
   EXPECT_EQ(result(report, "fixture-ops-forges-document", "P5"), nullptr) << "a forged document's results are not kept";
+  // A tensor subclass that lies in __torch_function__, flagprop's own code swapped, CPU ATen's kernel
+  // replaced: a fail or an error, never a pass (the manifests' expect says which; exit 0 when all are met).
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-subclass.json --manifest " + kTargets +
+                   "ops-forges-code.json --manifest " + kTargets + "ops-forges-reference.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  report = load((dir / "report.json").string());
+  for (const auto& tr : report.at("targets"))
+    for (const auto& r : tr.at("results")) EXPECT_NE(r.at("status"), "pass") << tr.at("name") << ": " << r.dump();
   flagprop::removeTree(dir.string());
 }
 
@@ -1059,4 +1069,91 @@ TEST(Cli, ACapturedOutputIsCappedAndSaysHowMuchWasCut) {
             std::string::npos)
       << last;
   fs::remove(capture);
+}
+
+// ATen's documented freedom (docs/aten-freedom.md): ops that pick the last of
+// equal values pass where the index is the implementation's choice, and fail
+// where ATen documents the first occurrence (argmax, argmin).
+TEST(Cli, ATieBrokenTheOtherWayIsNoFinding) {
+  const fs::path dir = testDir("ties");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-last-tie.json --manifest " + kTargets +
+                   "ops-argmax-last.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  int judged = 0;
+  for (const auto& t : report.at("targets"))
+    for (const auto& r : t.at("results")) {
+      EXPECT_TRUE(r.value("as_expected", false)) << r.dump();
+      judged += r.value("status", "") == "pass" || r.value("status", "") == "fail";
+    }
+  EXPECT_GE(judged, 16) << out;  // 7 ops x 2 dtypes x P5 / P6 and argmax / argmin, not skipped
+  flagprop::removeTree(dir.string());
+}
+
+// Two faults of one op that are both "values" but on different inputs (NaN
+// input; a storage offset) are two distinct failures, each shrunk on its own:
+// the second does not hide behind the first.
+TEST(Cli, ASecondValuesFaultOnOtherInputsIsReportedOnItsOwn) {
+  const fs::path dir = testDir("two-value-faults");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-two-value-faults.json --report-dir " + dir.string(), &out),
+            0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  const json* p5 = result(report, "fixture-ops-two-value-faults", "P5");
+  ASSERT_NE(p5, nullptr) << out;
+  std::set<std::string> kinds;
+  const json& obs = p5->at("observations");
+  for (const auto& k : obs.value("kinds", json::array())) kinds.insert(k.get<std::string>());
+  for (const auto& d : obs.value("distinct_failures", json::array()))
+    for (const auto& k : d.value("kinds", json::array())) kinds.insert(k.get<std::string>());
+  EXPECT_TRUE(kinds.count("values (specials)")) << p5->dump();
+  EXPECT_TRUE(kinds.count("values (storage offset)")) << p5->dump();
+  flagprop::removeTree(dir.string());
+}
+
+// The control (docs/control.md), on its CPU model: a second op file plays the
+// device's stock kernels. Each row of the verdict: agreeing with the stock
+// path passes whatever CPU ATen says (and says so); differing is a finding
+// that names CPU ATen's side; a sample the stock path rejects is a discard;
+// the op raising where the stock path returns is a finding; without a stock
+// kernel the op is judged against CPU ATen.
+TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
+  const fs::path dir = testDir("control");
+  std::string out, manifests;
+  for (const char* m : {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises",
+                        "control-no-kernel"})
+    manifests += " --manifest " + kTargets + m + ".json";
+  EXPECT_EQ(sh(kFp + " run --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
+  const json report = load((dir / "report.json").string());
+  const auto p5 = [&](const std::string& target) {
+    const json* r = result(report, "fixture-" + target, "P5");
+    return r ? *r : json::object();
+  };
+  const auto classes = [](const json& r) {
+    std::string all;
+    for (const auto& d : r.value("observations", json::object()).value("distribution", json::array()))
+      all += d.value("class", "") + ";";
+    return all;
+  };
+  const json agrees = p5("control-stock-agrees");
+  EXPECT_EQ(agrees.value("status", ""), "pass") << agrees.dump();
+  EXPECT_NE(classes(agrees).find("the stock path differs from CPU ATen"), std::string::npos) << agrees.dump();
+  const json differs = p5("control-op-differs");
+  EXPECT_EQ(differs.value("status", ""), "fail") << differs.dump();
+  EXPECT_NE(differs.value("reason", "").find("differs from the stock path"), std::string::npos) << differs.dump();
+  EXPECT_NE(differs.value("reason", "").find("CPU ATen sides with the stock path"), std::string::npos) << differs.dump();
+  const json rejects = p5("control-stock-rejects");
+  EXPECT_EQ(rejects.value("status", ""), "pass") << rejects.dump();
+  EXPECT_GT(rejects.value("observations", json::object()).value("discarded", 0), 0) << rejects.dump();
+  const json raises = p5("control-op-raises");
+  EXPECT_EQ(raises.value("status", ""), "fail") << raises.dump();
+  EXPECT_NE(raises.value("reason", "").find("the stock path returns"), std::string::npos) << raises.dump();
+  const json none = p5("control-no-kernel");
+  EXPECT_EQ(none.value("status", ""), "fail") << none.dump();
+  EXPECT_EQ(none.value("reason", "").find("stock path"), std::string::npos) << "judged against CPU ATen: " << none.dump();
+  flagprop::removeTree(dir.string());
 }

@@ -436,21 +436,27 @@ std::string prepareReportDir(const std::string& dir, int& lockFd) {
   }
   fs::create_directories(dir, ec);
   if (ec) return "cannot create --report-dir " + dir + ": " + ec.message();
-  lockFd = open(marker.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lockFd < 0) return "cannot write " + marker.string() + ": " + std::strerror(errno);
+  // The lock is on the folder itself (its inode cannot be swapped for
+  // another while the run holds it); the marker holds the holder's pid.
+  lockFd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lockFd < 0) return "cannot open --report-dir " + dir + ": " + std::strerror(errno);
   if (flock(lockFd, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {0};
-    [[maybe_unused]] const auto n = pread(lockFd, pid, sizeof pid - 1, 0);
     close(lockFd);
     lockFd = -1;
-    std::string who(pid);
+    std::string who;
+    try {
+      who = readFile(marker.string(), 64);
+    } catch (const std::exception&) {
+    }
     who.erase(who.find_last_not_of(" \n") + 1);
     return "--report-dir " + dir + " is in use by another flagprop run" + (who.empty() ? "" : " (pid " + who + ")") +
            "; choose another folder, or wait for that run to end";
   }
-  const std::string me = std::to_string(getpid()) + "\n";
-  if (ftruncate(lockFd, 0) != 0 || pwrite(lockFd, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size()))
-    return "cannot write " + marker.string() + ": " + std::strerror(errno);
+  try {
+    writeText(marker.string(), std::to_string(getpid()) + "\n");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
   for (const char* sub : kSubs) removeTree((fs::path(dir) / sub).string());
   for (const char* f : {"report.html", "report.json", "report.md"}) fs::remove(fs::path(dir) / f, ec);
   for (const char* sub : {"targets", "junit", "reproducers"}) fs::create_directories(fs::path(dir) / sub, ec);
@@ -468,7 +474,7 @@ std::string bounded(std::string s, size_t n = 80) { return s.size() > n ? s.subs
 // ({"kind": "process", "pid", "command", "outlived": true}).
 json endOrphans() {
   json out = json::array();
-  for (int round = 0; round < 100; ++round) {  // a killed one's own children are ours next
+  for (int round = 0; round < 4096; ++round) {  // a killed one's own children are ours next (a chain: one a round)
     std::vector<pid_t> found;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator("/proc", ec)) {
@@ -727,15 +733,26 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
       fly = json::parse(readFile(inflight));
     } catch (const std::exception&) {
     }
-    if (!fly.is_object() || doc.value("status", "") != "ok" || restart >= kMaxRestarts) {
+    PropertyOutcome o;
+    bool inCase = fly.is_object() && doc.value("status", "") == "ok";
+    if (inCase) {
+      try {
+        o = crashOutcome(fly, why);
+        inCase = std::find(planned.begin(), planned.end(), o.key()) != planned.end() || !plannable;
+      } catch (const std::invalid_argument&) {  // a record the code under test wrote: no run of this target
+        inCase = false;
+      }
+    }
+    if (!inCase || restart >= kMaxRestarts) {
       std::cout << "\n[" << doc.value("name", "?") << "] " << why
-                << (!fly.is_object() || doc.value("status", "") != "ok" ? " outside a case"
-                                                                         : "; " + std::to_string(kMaxRestarts) + " restarts already")
+                << (!inCase ? " outside a case" : "; " + std::to_string(kMaxRestarts) + " restarts already")
                 << "; results written before that are kept" << std::endl;
+      if (plannable && doc.value("status", "") == "ok")  // the runs it did not reach are errors, not absent
+        checkAgainstPlan(doc, planned, "not run: the target process " + why + " outside a case (or its in-flight "
+                                       "record did not name a run it was launched for) before reaching it");
       return doc;
     }
     const std::string where = readStage(stage);
-    PropertyOutcome o = crashOutcome(fly, why);
     o.observations["limit_s"] = std::min(cli.timeoutSeconds, 120);  // the reproducer's time limit
     if (where == "reference") {  // CPU ATen died, not the op under test: nothing judged
       o.status = "skip";
@@ -1050,6 +1067,12 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       break;
     }
   }
+  for (const auto& t : docs)  // a reproducer or plot the target process could not write is a report file missing
+    for (const auto& r : t.value("results", json::array()))
+      for (const char* k : {"reproducer_error", "plot_error"})
+        if (r.is_object() && r.contains(k) && r.at(k).is_string())
+          notWritten.push_back(t.value("name", std::string("?")) + " " + r.value("key", std::string()) + ": " +
+                               r.at(k).get<std::string>());
   const json report = mergeReport(docs, info);
   const size_t failedBefore = notWritten.size();
   save(dir + "/report.json", jsonText(report));
@@ -1169,7 +1192,7 @@ int reportCommand(const std::string& what, const std::vector<std::string>& args)
   const std::string why = writeReportFiles(args[0], {what}, &written);
   if (!why.empty()) {
     std::cerr << "flagprop: " << what << ": " << why << "\n";
-    return 1;
+    return kReportIncomplete;
   }
   if (!written.empty()) std::cout << written << "\n";
   return 0;

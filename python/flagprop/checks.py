@@ -16,9 +16,57 @@ always passes, or says why it refused).
 """
 
 import os
+import sys
 import threading
+import types
 
 from . import hits, ops, session, streams, timing, verdicts
+
+
+def _flagprop_functions():
+    """[(function, its code)] of every function and method flagprop's own
+    modules define, taken when this module is imported (before any code
+    under test loads)."""
+    out = []
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == "flagprop" or name.startswith("flagprop.")):
+            continue
+        for value in list(vars(mod).values()):
+            members = vars(value).values() if isinstance(value, type) and value.__module__ == name else (value,)
+            for fn in members:
+                if isinstance(fn, types.FunctionType) and fn.__module__ == name:
+                    out.append((fn, fn.__code__))
+    return out
+
+
+_FUNCTIONS = _flagprop_functions()
+# Kernels registered through torch.library before any code under test ran
+# (set of "namespace/op/dispatch key"; empty where torch keeps no such set).
+_IMPLS = set(getattr(getattr(__import__("torch"), "library", None), "_impls", ()) or ())
+# Dispatch keys whose kernels CPU ATen (the reference) or its meta kernels run.
+_REFERENCE_KEYS = ("CPU", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd", "AutogradCPU",
+                   "CompositeExplicitAutogradNonFunctional", "")
+
+
+def _tampered():
+    """Why the judging itself cannot be trusted, or '': the code under test
+    changed the code of one of flagprop's functions (put back here, and
+    said), or registered a kernel that CPU ATen, the reference, would run."""
+    changed = [fn for fn, code in _FUNCTIONS if fn.__code__ is not code]
+    for fn, code in _FUNCTIONS:
+        if fn.__code__ is not code:
+            fn.__code__ = code
+    if changed:
+        return "the code under test replaced the code of flagprop's %s (put back)" % ", ".join(
+            "%s.%s" % (f.__module__, f.__qualname__) for f in changed[:3])
+    import torch
+
+    new = sorted(i for i in set(getattr(torch.library, "_impls", ()) or ()) - _IMPLS
+                 if i.startswith("aten/") and i.rsplit("/", 1)[-1] in _REFERENCE_KEYS)
+    if new:
+        return ("the code under test registered kernels that CPU ATen, the reference, runs (torch.library: %s): "
+                "no verdict against it can be trusted" % ", ".join(new[:3]))
+    return ""
 
 
 def _gates_open(target, gates):
@@ -93,7 +141,10 @@ def _judge_op(target, case, obs, judging):
         tag += ", patched == unpatched"
     if findings["calls_raised"]:
         tag += ", the op raised (outputs unchecked)"
-    return {"verdicts": {p: verdicts.op_verdict(findings, p) for p in ("P5", "P6")}, "tag": tag,
+    if findings.get("control"):  # information, never a finding (docs/control.md)
+        tag += ", the stock path differs from CPU ATen" if any(
+            "differs from CPU ATen" in n for n in findings["control"]) else ", no stock kernel"
+    return {"verdicts": {p: verdicts.op_verdict(findings, p, case) for p in ("P5", "P6")}, "tag": tag,
             "evidence": findings}
 
 
@@ -103,6 +154,8 @@ def _observe_hits(target, case):
 
 def _judge_hits(target, case, obs):
     v = verdicts.fast_path_hits(obs)
+    if not v.get("judged", True):  # nothing counted: not judged (a run of such cases skips)
+        return {"inactive": v["reason"], "evidence": obs}
     t = verdicts.hit_totals(obs["kernels"])
     tag = obs["fast_path"] if obs["fast_path"] != "active" else ("fast" if t["fast"] else "stock only")
     return {"pass": v["pass"], "reason": v["reason"], "tag": tag, "evidence": obs}
@@ -116,6 +169,8 @@ def _judge_streams(target, case, obs):
     if "skipped" in obs:
         return {"inactive": obs["skipped"], "evidence": obs}
     v = verdicts.stream_semantics(obs)
+    if not v.get("judged", True):
+        return {"inactive": v["reason"], "evidence": obs}
     return {"pass": v["pass"], "reason": v["reason"], "tag": obs["fast_path"], "evidence": obs}
 
 
@@ -198,6 +253,9 @@ def judge(kind, target, case, observed, judging=None):
     reaches the verdict). Returns ``_check``'s dict, with ``left_running``
     (which the C++ session gathers per target and the report lists) when
     the case left something running."""
+    why = _tampered()
+    if why:
+        raise RuntimeError(why)  # a harness error (status error), never a verdict
     result = _judge(kind, target, case, observed["seen"], judging)
     left = observed["left_running"]
     if left and isinstance(result, dict):
@@ -293,6 +351,7 @@ def _describe_op(ev):
             lines.append("call %d raised %s" % (k, c["error"]))
     lines += ["numerics: " + f for f in ev["numerics"]]
     lines += ["aliasing: " + f for f in ev["aliasing"]]
+    lines += ["control (the stock path): " + n for n in ev.get("control") or []]
     return lines
 
 

@@ -245,10 +245,11 @@ def aten_op(name):
     return getattr(getattr(torch.ops.aten, base), overload or "default")
 
 
-def _load_module(path, module_globals):
-    """Executes the file at ``path`` as module ``flagprop_target.ops`` with
-    ``module_globals`` set before its body runs (the case's sandbox removes
-    it again: ``flagprop_target`` is a watched root)."""
+def _load_module(path, module_globals, name="ops"):
+    """Executes the file at ``path`` as module ``flagprop_target.<name>``
+    (``ops``; ``control`` for a control's op file) with ``module_globals``
+    set before its body runs (the case's sandbox removes it again:
+    ``flagprop_target`` is a watched root)."""
     code = _CODE.get(path)
     if code is None:
         with open(path, "rb") as f:
@@ -257,11 +258,11 @@ def _load_module(path, module_globals):
     if pkg is None:
         pkg = sys.modules["flagprop_target"] = types.ModuleType("flagprop_target")
         pkg.__path__ = []
-    mod = types.ModuleType("flagprop_target.ops")
+    mod = types.ModuleType("flagprop_target." + name)
     mod.__file__ = path
     mod.__dict__.update(module_globals or {})
     sys.modules[mod.__name__] = mod
-    pkg.ops = mod
+    setattr(pkg, name, mod)
     exec(code, mod.__dict__)
     return mod
 
@@ -274,6 +275,44 @@ def load_module(target):
     if not isinstance(table, dict):
         raise LookupError("%s defines no OPS dict" % ops["path"])
     return table
+
+
+def control_of(target):
+    """The target's control (docs/control.md): "stock", a {path, globals}
+    op file, or None."""
+    control = (target.get("ops") or {}).get("control", "none")
+    return None if control in (None, "none") else control
+
+
+class _FlagGemsOff:
+    """A scope in which the FlagGems kernels ``setup`` registered are not
+    (the device's stock kernels answer), registered again on leaving it."""
+
+    def __enter__(self):
+        for lib in _STATE["libs"]:
+            lib._destroy()
+        _STATE["libs"] = []
+        return self
+
+    def __exit__(self, *exc):
+        flag_gems, funcs = _STATE["gems"]
+        lib = torch.library.Library("aten", "IMPL")
+        flag_gems.only_enable(lib=lib, include=funcs)
+        _STATE["libs"].append(lib)
+        return False
+
+
+def control_callable(target, name):
+    """The control's callable for op ``name``: the stock ATen overload to be
+    called with FlagGems off ("stock"), or ``OPS[name]`` of the control's op
+    file; raises LookupError where the control's file has no such op."""
+    control = control_of(target)
+    if control == "stock":
+        return aten_op(name)
+    table = getattr(_load_module(control["path"], control.get("globals"), "control"), "OPS", None)
+    if not isinstance(table, dict) or name not in table:
+        raise LookupError("the control %s defines no OPS[%r]" % (control["path"], name))
+    return table[name]
 
 
 def op_callable(target, name):
@@ -430,6 +469,7 @@ class Runner:
             session.prepare_flag_gems(target, {})  # the mocks, or the real FlagGems (+ supplied helper)
         self.before = None if target["installer"]["mode"] == "none" else observe.snapshot()
         self.fn = op_callable(target, op)
+        self.control = _ControlRunner(target, op) if control_of(target) else None
 
     def call(self, call, tensors):
         """Outputs (tuple of tensors) of the op on ``call`` with ``tensors``."""
@@ -443,6 +483,23 @@ class Runner:
 
         call, active = session.install_observed(self.target, self.gates, self.before)
         return {"present": True, "active": bool(active), "call": call}
+
+
+class _ControlRunner:
+    """The same call through the target's control (``control_callable``):
+    with FlagGems off for the stock control."""
+
+    def __init__(self, target, op):
+        self.target = target
+        self.stock = control_of(target) == "stock"
+        self.fn = control_callable(target, op)
+
+    def call(self, call, tensors):
+        device = torch.device(self.target["device"])
+        if self.stock and _STATE.get("gems"):
+            with _FlagGemsOff():
+                return call_op(self.fn, call, tensors, device)
+        return call_op(self.fn, call, tensors, device)
 
 
 def _native_pointers(outs):
@@ -478,6 +535,10 @@ def _run_pass(runner, case, cpu_inputs, device, name):
             bad = [type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)]
             if bad:
                 raise TypeError("the op returned something that is not a tensor (%s)" % ", ".join(bad))
+            subclass = [(i, type(o).__name__) for i, o in enumerate(outs) if type(o) is not torch.Tensor]
+            if subclass:  # judged as the plain tensors they are: no __torch_function__ of theirs runs in a verdict
+                rec["subclass"] = subclass
+                outs = tuple(o.as_subclass(torch.Tensor) for o in outs)
             rec["outputs"] = outs
             rec["after"] = [o.detach().to("cpu", copy=True) for o in outs]
             rec["native"] = _native_pointers(outs)
@@ -555,6 +616,8 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     else:
         obs["fast_path"] = "active"
         passes.append(_run_pass(runner, case, cpu_inputs, device, "patched"))
+    if runner.control is not None:  # the same calls on fresh copies of the inputs, through the control
+        obs["control"] = _run_pass(runner.control, case, cpu_inputs, device, "control")
     obs["compilations"] = compile_count() - compiles0
     obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes),
                       "inputs": 1e6 * inputs_s}
@@ -596,6 +659,8 @@ def findings_of(case, obs, judging):
         return obs
     t0 = time.perf_counter()
     out = verdicts.op_findings(obs, case, judging)
+    if "discard" in out:  # the control (the device's stock path) rejects the sample
+        return out
     if out["numerics"] and judging.get("reference") == "either":
         unstable = _unstable_reference(case, obs)
         if unstable:
@@ -636,6 +701,7 @@ def setup(target, op_names):
         lib = torch.library.Library("aten", "IMPL")
         flag_gems.only_enable(lib=lib, include=funcs)
         _STATE["libs"].append(lib)
+        _STATE["gems"] = (flag_gems, funcs)  # for the stock control: unregistered around its calls
         out["enabled"] = sorted(item[0] for item in config if len(item) >= 2 and item[0] in wanted)
     triton = sys.modules.get("triton")
     knobs = getattr(triton, "knobs", None) if triton is not None else None
@@ -659,6 +725,14 @@ def compile_count():
 
 
 def describe_exception(e):
-    """One line: type and first line of the message."""
-    msg = str(e).strip().splitlines()
-    return "%s: %s" % (type(e).__name__, msg[0] if msg else "")
+    """One line: type and first line of the message (an exception whose
+    ``str`` itself raises is described as unprintable, never re-raised)."""
+    try:
+        msg = str(e).strip().splitlines()
+    except BaseException as inner:  # the code under test's __str__
+        msg = ["<unprintable: its __str__ raised %s>" % type(inner).__name__]
+    try:
+        name = type(e).__name__
+    except BaseException:
+        name = "exception"
+    return "%s: %s" % (name, msg[0] if msg else "")

@@ -449,9 +449,10 @@ def compare_close(actual, expected, rtol, atol):
         _num(worst))
 
 
-def _selected(inp, idx, dim, keepdim):
+def _selected(inp, idx, dim, keepdim, unordered=False):
     """The elements of ``inp`` that indices ``idx`` select along ``dim``
-    (None: over the flattened input), as a flat tensor."""
+    (None: over the flattened input), as a flat tensor; with ``unordered``,
+    sorted along ``dim`` first (the selection as a multiset per row)."""
     torch = _torch()
     if dim is None:
         return inp.reshape(-1).index_select(0, idx.reshape(-1).long())
@@ -461,14 +462,40 @@ def _selected(inp, idx, dim, keepdim):
     i = idx.long()
     if not keepdim and i.dim() < inp.dim():
         i = i.unsqueeze(d)
-    return torch.gather(inp, d, i).reshape(-1)
+    got = torch.gather(inp, d, i)
+    return _sorted_along(got, d).reshape(-1) if unordered else got.reshape(-1)
 
 
-def compare_indices(actual, expected, inp, dim, keepdim):
-    """'' when indices ``actual`` select, along ``dim`` of ``inp``, the same
-    values (bit for bit, any NaN equal to any NaN) as ``expected`` do: the
-    judgement for outputs that may legally differ among ties (argmin,
-    max.dim, sort). Else the first finding, one line."""
+def _sorted_along(t, dim):
+    """``t`` sorted along ``dim`` (NaN last), for comparing as multisets;
+    ``t`` itself when it has no elements or no dims."""
+    torch = _torch()
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    if t.dtype == torch.bool:
+        return torch.sort(t.to(torch.uint8), dim=dim).values.to(torch.bool)
+    return torch.sort(t, dim=dim).values
+
+
+def compare_unordered(actual, expected, dim, rtol, atol):
+    """'' when ``actual`` holds the same values as ``expected`` along ``dim``
+    in any order (each row compared as a multiset, within ``rtol`` /
+    ``atol``): the judgement of ``topk(sorted=False)``'s values. Else the
+    first finding, one line."""
+    if list(actual.shape) != list(expected.shape):
+        return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
+    d = _norm_dim(dim, actual.dim()) if actual.dim() else 0
+    f = compare_close(_sorted_along(actual, d), _sorted_along(expected, d), rtol, atol)
+    return f and f + " (compared as a multiset along dim %d: the order is free)" % d
+
+
+def compare_indices(actual, expected, inp, dim, keepdim, unordered=False):
+    """'' when indices ``actual`` select, along ``dim`` of ``inp``, values
+    equal to those ``expected`` selects (-0.0 equal to 0.0, any NaN to any
+    NaN; with ``unordered``, the same multiset of values per row) do:
+    the judgement for outputs that may legally differ among ties (max.dim,
+    an unstable sort, topk; docs/aten-freedom.md). Else the first finding,
+    one line."""
     torch = _torch()
     if list(actual.shape) != list(expected.shape):
         return "shape %s, expected %s" % (list(actual.shape), list(expected.shape))
@@ -480,10 +507,11 @@ def compare_indices(actual, expected, inp, dim, keepdim):
     if bool(out_of_range.any()):
         i = int(out_of_range.nonzero()[0, 0])
         return "index %d at %s is out of range [0, %d)" % (int(a[i]), _index_text(i, actual.shape), size)
-    got = _selected(inp, actual, dim, keepdim)
-    want = _selected(inp, expected, dim, keepdim)
+    got = _selected(inp, actual, dim, keepdim, unordered)
+    want = _selected(inp, expected, dim, keepdim, unordered)
     both_nan = got.isnan() & want.isnan() if got.is_floating_point() else torch.zeros_like(got, dtype=torch.bool)
-    differ = (_bits(got) != _bits(want)) & ~both_nan
+    # By value: -0.0 and 0.0 are equal values, so either is a right pick among ties.
+    differ = (got != want) & ~both_nan
     if not bool(differ.any()):
         return ""
     i = int(differ.nonzero()[0, 0])
@@ -509,6 +537,10 @@ def _overlap(a, b):
 
 
 def _arg(call, index, default=None):
+    """Argument ``index`` of ``call``: a position in ``args`` (int) or a
+    keyword in ``kwargs`` (str); ``default`` when the call does not give it."""
+    if isinstance(index, str):
+        return (call.get("kwargs") or {}).get(index, default)
     args = call["args"]
     return args[index] if index is not None and index < len(args) else default
 
@@ -572,39 +604,140 @@ def storage_of(t):
     return t.as_strided((n,), (1,), 0) if n else None
 
 
-def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
-    """P5 / P6 findings of one pass (unpatched or patched) over the calls."""
+def no_stock_kernel(error):
+    """Whether a control call's exception says the device has no stock
+    kernel for the op (ATen's dispatcher: "Could not run 'aten::...' with
+    arguments from the 'CUDA' backend"), not that it rejects the sample."""
+    return "Could not run" in (error or "") and "backend" in (error or "")
+
+
+def control_rejects(obs):
+    """(call index, exception) of the first call the control (the stock
+    device path) raised on for another reason than a missing kernel: the
+    sample is invalid on the device, a discard and never a finding; or
+    None (also without a control)."""
+    control = obs.get("control")
+    for k, rec in enumerate(control["calls"] if control else []):
+        if rec["error"] and not no_stock_kernel(rec["error"]):
+            return k, rec["error"]
+    return None
+
+
+def _compare_output(obs, case, judging, k, rule, snap, ex, want=None):
+    """'' when output ``snap`` (a CPU copy) of call ``k`` is right by the
+    entry's rule ``rule`` against CPU ATen's reference ``ex`` (or, given,
+    against ``want``: another result of the same call, e.g. the control's,
+    with ``ex``'s tolerance); else the finding, one line."""
+    call = case["calls"][k]
+    target = ex["values"] if want is None else want
+    # ATen's documented freedom (docs/aten-freedom.md): where the rule's
+    # condition holds, the order along the dim is free (topk(sorted=False)),
+    # or the index ATen gives is the contract (stable=True).
+    unordered = "unordered_if_not" in rule and _arg(call, rule["unordered_if_not"], True) is False
+    exact_index = "exact_if" in rule and _arg(call, rule["exact_if"]) is True
+    dim = _arg(call, rule.get("dim_arg"), -1 if isinstance(rule.get("dim_arg"), str) else None)
+    if rule.get("kind") == "indices" and not exact_index:
+        inp = obs["cpu_inputs"][k][rule.get("input", 0)]
+        keepdim = bool(_arg(call, rule.get("keepdim_arg"), rule.get("keepdim", True)))
+        return compare_indices(snap, target, inp, dim, keepdim, unordered)
+    rtol, atol = tolerance(judging["tolerance"], case["dtype"], ex["dtype"], call, ex["shape"])
+    if unordered:
+        return compare_unordered(snap, target, -1 if dim is None else dim, rtol, atol)
+    if "magnitude" in ex and rtol:  # + the rounding bound of the accumulation, per output element
+        atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call, ex["shape"]) * ex["magnitude"]
+    f = compare_close(snap, target, rtol, atol)
+    if f and want is None and judging.get("reference") == "either" and "same_dtype" in ex:
+        # Schema-derived entries: CPU ATen in float64 or in the run's own dtype.
+        if not compare_close(snap, ex["same_dtype"], rtol, atol):
+            return ""
+        f += " (CPU ATen in %s differs from it as well)" % case["dtype"]
+    return f
+
+
+def _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numerics, notes):
+    """Output ``i`` of call ``k`` against the control's (the same call
+    through the device's stock path): equal within the entry's rule is no
+    finding, whatever CPU ATen says (its difference is a note); a difference
+    is a finding whose reason says which side CPU ATen takes."""
+    expected = obs["expected"][k]
+    ex = expected[i] if i < len(expected) else None
+    theirs = ctl["after"][i]
+    if ex is None:  # CPU ATen has no such output: no tolerance rule to read; bitwise
+        if not same_bits(snap, theirs):
+            numerics.append("%s: differs from the stock path (bitwise; CPU ATen gives no such output)" % out)
+        return
+    f = _compare_output(obs, case, judging, k, rule, snap, ex, theirs)
+    stock_vs_cpu = _compare_output(obs, case, judging, k, rule, theirs, ex)
+    if not f:
+        if stock_vs_cpu:
+            notes.append("%s: the stock path differs from CPU ATen: %s" % (out, stock_vs_cpu))
+        return
+    op_vs_cpu = _compare_output(obs, case, judging, k, rule, snap, ex)
+    side = ("CPU ATen sides with the stock path" if not stock_vs_cpu else
+            "CPU ATen sides with the op" if not op_vs_cpu else "CPU ATen differs from both")
+    numerics.append("%s: differs from the stock path: %s (%s)" % (out, f, side))
+
+
+def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
+    """P5 / P6 findings of one pass (unpatched or patched) over the calls:
+    against the control (the same call through the device's stock path,
+    docs/control.md) where the target has one and it returned, else against
+    CPU ATen. ``notes`` gets what is information, not a finding: the stock
+    path differing from CPU ATen, or having no kernel."""
     outputs_rule = judging.get("outputs") or []
     mode = judging.get("mode", "functional")
+    control = obs.get("control")
     raised = 0
     for k, rec in enumerate(pas["calls"]):
         call = case["calls"][k]
         expected = obs["expected"][k]
         where = "call %d%s" % (k, tag)
+        ctl = control["calls"][k] if control else None
+        if ctl is not None and ctl["error"]:  # no stock kernel (control_rejects discarded the rest)
+            notes.append("call %d: no stock kernel on this device (%s); judged against CPU ATen"
+                         % (k, ctl["error"][:160]))
+            ctl = None
         # Also when the op raised: it may have written first.
         relaid = obs["relaid"][k] if obs.get("relaid") else None
         _check_inputs(rec, where, aliasing, (0,) if mode == "inplace" else (), relaid)
         if rec["error"]:
             raised += 1
+            if ctl is not None:
+                numerics.append("%s: the op raised %s; the stock path returns %d output(s)"
+                                % (where, rec["error"], len(ctl["outputs"])))
+                continue
             if judging.get("reference") == "either" and expected and "same_dtype_error" in expected[0]:
                 continue  # CPU ATen raises in the run's dtype too (it returns only in float64)
             numerics.append("%s: the op raised %s; CPU ATen returns %d output(s)" % (where, rec["error"], len(expected)))
             continue
         outs = rec["outputs"]
-        if len(outs) != len(expected):
-            f = "%s: %d output(s), ATen gives %d" % (where, len(outs), len(expected))
+        for i, name in rec.get("subclass") or ():
+            aliasing.append("%s: output %d is a %s, not a torch.Tensor (ATen returns plain tensors)" % (where, i, name))
+        want = len(ctl["outputs"]) if ctl is not None else len(expected)
+        if len(outs) != want:
+            f = "%s: %d output(s), %s gives %d" % (where, len(outs), "the stock path" if ctl is not None else "ATen",
+                                                     want)
             aliasing.append(f)
             numerics.append(f)
             continue
         first_device = rec["inputs"][0]["tensor"].device if rec["inputs"] else None
-        for i, (o, ex) in enumerate(zip(outs, expected)):
+        for i, o in enumerate(outs):
+            ex = expected[i] if i < len(expected) else None
             out = "%s: output %d" % (where, i)
             dtype = str(o.dtype).replace("torch.", "")
             either = judging.get("reference") == "either"  # the meta kernel's or the CPU kernel's metadata
-            if dtype != ex["dtype"] and not (either and dtype == ex.get("cpu_dtype")):
-                aliasing.append("%s has dtype %s, ATen gives %s" % (out, dtype, ex["dtype"]))
-            if list(o.shape) != ex["shape"] and not (either and list(o.shape) == ex.get("cpu_shape")):
-                aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
+            if ctl is not None:  # metadata as the device's stock kernel gives it
+                c = ctl["outputs"][i]
+                if o.dtype != c.dtype:
+                    aliasing.append("%s has dtype %s, the stock path gives %s" % (
+                        out, dtype, str(c.dtype).replace("torch.", "")))
+                if list(o.shape) != list(c.shape):
+                    aliasing.append("%s has shape %s, the stock path gives %s" % (out, list(o.shape), list(c.shape)))
+            elif ex is not None:
+                if dtype != ex["dtype"] and not (either and dtype == ex.get("cpu_dtype")):
+                    aliasing.append("%s has dtype %s, ATen gives %s" % (out, dtype, ex["dtype"]))
+                if list(o.shape) != ex["shape"] and not (either and list(o.shape) == ex.get("cpu_shape")):
+                    aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
             if first_device is not None and o.device != first_device:
                 aliasing.append("%s is on %s, the inputs on %s" % (out, o.device, first_device))
             native = (rec.get("native") or [None] * len(outs))[i]
@@ -612,7 +745,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
                                        or native["device"] != o.device.index):
                 aliasing.append("%s: the %s runtime says its memory is %s on device %d; torch says %s" % (
                     out, native["runtime"], native["memory_type"], native["device"], o.device))
-            _check_alias(o, rec["inputs"], ex.get("aliases", []), mode, out, aliasing)
+            _check_alias(o, rec["inputs"], (ex or {}).get("aliases", []), mode, out, aliasing)
             for j in range(i):
                 if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
                     aliasing.append("%s shares storage with output %d" % (out, j))
@@ -622,22 +755,12 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing):
                         aliasing.append("%s shares storage with output %d of call %d" % (out, j, kk))
             rule = outputs_rule[i] if i < len(outputs_rule) else {"kind": "values"}
             snap = rec["after"][i]
-            if rule.get("kind") == "indices":
-                inp = obs["cpu_inputs"][k][rule.get("input", 0)]
-                dim = _arg(call, rule.get("dim_arg"))
-                keepdim = bool(_arg(call, rule.get("keepdim_arg"), rule.get("keepdim", True)))
-                f = compare_indices(snap, ex["values"], inp, dim, keepdim)
-            else:
-                rtol, atol = tolerance(judging["tolerance"], case["dtype"], ex["dtype"], call, ex["shape"])
-                if "magnitude" in ex and rtol:  # + the rounding bound of the accumulation, per output element
-                    atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call, ex["shape"]) * ex["magnitude"]
-                f = compare_close(snap, ex["values"], rtol, atol)
-                if f and judging.get("reference") == "either" and "same_dtype" in ex:
-                    # Schema-derived entries: CPU ATen in float64 or in the run's own dtype.
-                    if not compare_close(snap, ex["same_dtype"], rtol, atol):
-                        f = ""
-                    else:
-                        f += " (CPU ATen in %s differs from it as well)" % case["dtype"]
+            if ctl is not None:
+                _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numerics, notes)
+                continue
+            if ex is None:
+                continue
+            f = _compare_output(obs, case, judging, k, rule, snap, ex)
             if f:
                 numerics.append("%s: %s" % (out, f))
     # Earlier outputs unchanged by later calls (compared at the end).
@@ -694,14 +817,19 @@ def op_findings(obs, case, judging):
     unchanged by later calls). Both paths are judged when the installer is
     active: a fault on the unpatched path is as real as one on the patched
     path."""
-    numerics, aliasing = [], []
+    rejected = control_rejects(obs)
+    if rejected:  # the sample is invalid on this device: no finding either way
+        return {"discard": "the stock path rejects call %d: %s" % rejected}
+    numerics, aliasing, notes = [], [], []
     passes = obs["passes"]
     active = obs["fast_path"] == "active"
     raised = 0
     for pas in passes:
         tag = " (%s)" % pas["name"] if active else ""
-        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing)
+        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes)
     out = {"numerics": numerics, "aliasing": aliasing, "fast_path": obs["fast_path"], "calls_raised": raised}
+    if obs.get("control") is not None:
+        out["control"] = sorted(set(notes))[:10]  # what the stock path did that CPU ATen does not
     if active:
         differ = _patched_vs_unpatched(passes[0], passes[1], numerics)
         out["patched_vs_unpatched"] = "differ" if differ else "equal"
@@ -748,7 +876,7 @@ def finding_kind(text):
     import re
 
     text = re.sub(r"^call \d+( \([a-z]+\))?: ", "", text)
-    raised = re.search(r"the op raised ([A-Za-z_.]+): ?(.*?); CPU ATen", text)
+    raised = re.search(r"the op raised ([A-Za-z_.]+): ?(.*?); (CPU ATen|the stock path)", text)
     if raised:
         return "raised %s: %s" % (raised.group(1), shapeless(raised.group(2))[:80])
     for needle, kind in (("device context was lost", "lost device"), ("beyond rtol", "values"),
@@ -765,16 +893,52 @@ def finding_kind(text):
     return re.sub(r"-?\d+", "#", text)[:80]
 
 
-def op_verdict(findings, prop):
+# The input classes a values finding is told apart by, most telling first:
+# a fault on special values and one on a layout are two findings.
+_INPUT_CLASSES = (("specials", lambda t: bool(t.get("specials"))),
+                  ("zero-size", lambda t: 0 in (t.get("shape") or [])),
+                  ("storage offset", lambda t: "offset" in t.get("how", "") or bool(t.get("offset"))),
+                  ("expanded", lambda t: "expanded" in t.get("how", "")),
+                  ("permuted", lambda t: "permuted" in t.get("how", "")),
+                  ("sliced", lambda t: "sliced" in t.get("how", "")))
+
+
+def input_class(case, k):
+    """What call ``k`` of op case ``case`` fed the op, as one class: the
+    first of specials present, zero-size, storage offset, expanded, permuted,
+    sliced that any of its tensors has, else contiguous (also for a case or
+    call it cannot read)."""
+    try:
+        tensors = case["calls"][k].get("tensors") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return "contiguous"
+    for name, has in _INPUT_CLASSES:
+        if any(isinstance(t, dict) and has(t) for t in tensors):
+            return name
+    return "contiguous"
+
+
+def op_verdict(findings, prop, case=None):
     """P5 (``prop`` "P5": the numerics findings) or P6 ("P6": aliasing) of
     ``op_findings``: ``{"pass", "reason", "kinds"}``; the reason is the first
     finding and how many more there are, ``kinds`` the ``finding_kind`` of
-    each finding."""
+    each finding, a values finding also by the ``input_class`` of its call
+    (``"values (specials)"``) when ``case`` is given, so that two faults of
+    one op on different inputs are two distinct failures."""
+    import re
+
     f = findings["numerics" if prop == "P5" else "aliasing"]
     if not f:
         return {"pass": True, "reason": "held"}
     why = f[0] + (" (and %d more)" % (len(f) - 1) if len(f) > 1 else "")
-    return {"pass": False, "reason": why, "kinds": sorted({finding_kind(x) for x in f})}
+    kinds = set()
+    for x in f:
+        kind = finding_kind(x)
+        at = re.match(r"call (\d+)", x)
+        if case is not None and kind in ("values", "indices") and at:
+            kind = "%s (%s)" % (kind, input_class(case, int(at.group(1))))
+        kinds.add(kind)
+    return {"pass": False, "reason": why, "kinds": sorted(kinds)}
 
 
 # --------------------------------------------------------------------------
@@ -798,13 +962,15 @@ def fast_path_hits(obs):
     was entered. Returns ``{"pass", "reason"}``."""
     t = hit_totals(obs["kernels"])
     per_kernel = ", ".join("%s %d/%d" % (k["name"], k["run"] - k["run_stock"], k["run"]) for k in obs["kernels"])
+    # Nothing to count is no pass: such a case is not judged ("judged": False), and a run of no judged case skips.
     if obs.get("error"):
-        return {"pass": True, "reason": "not counted: the op raised %s (P5 judges that)" % obs["error"]}
+        return {"pass": True, "judged": False, "reason": "not counted: the op raised %s (P5 judges that)" % obs["error"]}
     if obs["fast_path"] != "active":
-        return {"pass": True, "reason": "fast path %s: the stock run was entered %d time(s), the stock key %d time(s)"
+        return {"pass": True, "judged": False,
+                "reason": "not judged: fast path %s: the stock run was entered %d time(s), the stock key %d time(s)"
                 % (obs["fast_path"], t["run_stock"], sum(k["key_stock"] for k in obs["kernels"]))}
     if t["run"] == 0:
-        return {"pass": True, "reason": "the op launched nothing through LibEntry"}
+        return {"pass": True, "judged": False, "reason": "not judged: the op launched nothing through LibEntry"}
     if t["fast"] == 0:
         return {"pass": False, "reason": "the fast path is installed but none of the op's %d LibEntry launch(es) after "
                 "warm-up took it: every one entered the stock run (fast / all by kernel: %s)" % (t["run"], per_kernel)}
@@ -831,7 +997,9 @@ def stream_semantics(obs):
     not used, and a launch of the same cached kernel after a switch goes to
     the new stream. Returns ``{"pass", "reason"}``."""
     if obs.get("error"):
-        return {"pass": True, "reason": "not judged: the op raised %s (P5 judges that)" % obs["error"]}
+        return {"pass": True, "judged": False, "reason": "not judged: the op raised %s (P5 judges that)" % obs["error"]}
+    if not any(fact in obs for fact in _STREAM_FACTS):
+        return {"pass": True, "judged": False, "reason": "not judged: no stream fact was observed"}
     bad = [why for fact, why in _STREAM_FACTS.items() if not obs.get(fact, True)]
     if bad:
         return {"pass": False, "reason": "; ".join(bad) + " (%s, fast path %s)" % (obs.get("model"), obs["fast_path"])}

@@ -49,6 +49,7 @@ void TargetSession::checkVersions() {
 TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)), allowUnverified_(unverified) {
   ensureInterpreter();
   py::gil_scoped_acquire gil;
+  pyImport("flagprop.checks").attr("baseline")();  // before any code under test loads (flagprop.checks.tampered)
   targetJson_ = target_.toJson();
   pyTarget_ = fromJson(targetJson_);
   checkHashes();
@@ -171,8 +172,12 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     sb.restore();
     sandboxUs = std::chrono::duration<double, std::micro>((s1 - s0) + (std::chrono::steady_clock::now() - s2)).count();
     // Judged only now: whatever the code under test rebound (torch.equal,
-    // flagprop.verdicts, a Tensor method) is back as it was before the case.
-    out = toJson(pyImport("flagprop.checks").attr("judge")(k, pyTarget_, c, seen, j));
+    // flagprop.verdicts, a Tensor method) is back as it was before the case;
+    // what a restore cannot undo makes the judging untrustworthy (an error).
+    const py::module_ checks = pyImport("flagprop.checks");
+    const std::string tampered = py::str(checks.attr("tampered")()).cast<std::string>();
+    if (!tampered.empty()) throw std::runtime_error(tampered);
+    out = toJson(checks.attr("judge")(k, pyTarget_, c, seen, j));
     out["sandbox_reused"] = sb.reused();
     if (!sb.reused()) out["sandbox_walked"] = sb.walkedBecause();
   }

@@ -291,7 +291,8 @@ TEST(OpTeeth, TwoDistinctFaultsInOneOpAreBothReportedEachShrunk) {
   std::set<std::string> kinds;
   std::vector<json> cases = {o.counterexample, more[0].at("counterexample")};
   for (const auto& k : more[0].at("kinds")) kinds.insert(k.get<std::string>());
-  EXPECT_TRUE(kinds.count("values") || kinds.count("raised AssertionError: Invalid dim")) << more.dump();
+  // A values finding is kinded by its input class too ("values (storage offset)").
+  EXPECT_TRUE(kinds.count("values (storage offset)") || kinds.count("raised AssertionError: Invalid dim")) << more.dump();
   bool zeroD = false, offset = false;
   for (const auto& c : cases) {
     ASSERT_EQ(c.at("calls").size(), 1u) << c.dump();
@@ -432,10 +433,10 @@ TEST(OpTeeth, P8CatchesAFastPathThatIsNeverTaken) {
   ASSERT_EQ(good.status, "pass") << good.reason;
   EXPECT_GT(good.observations.at("hits").at("fast_runs").get<int>(), 0) << good.observations.dump();
   EXPECT_EQ(good.observations.at("hits").at("fast_runs"), good.observations.at("hits").at("runs"));
+  // With the fast path off there is nothing to count: no case is judged, and that is a skip, not a pass.
   const auto off = test::runFixtureOp("ops-fast-path-off", "P8", "tanh", "float32", 5);
-  ASSERT_EQ(off.status, "pass") << off.reason;
-  EXPECT_EQ(off.observations.at("hits").at("fast_runs"), 0);
-  EXPECT_GT(off.observations.at("hits").at("runs").get<int>(), 0);
+  EXPECT_EQ(off.status, "skip") << off.reason;
+  EXPECT_NE(off.reason.find("not judged: fast path"), std::string::npos) << off.reason;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
@@ -637,8 +638,22 @@ constexpr int kMaxRestarts = 50;
 // When the run's --budget ends (steady clock); max() when it has none.
 std::chrono::steady_clock::time_point gBudgetEnd = std::chrono::steady_clock::time_point::max();
 
+// The run keys a target process is launched for under `sel` (plannedKeys on
+// the manifest), or nullopt when the manifest cannot be planned (the target
+// process reports why). Not from several threads at once: the catalog's
+// schema-derived entries are built on first use.
+std::optional<std::vector<std::string>> planOf(const std::string& manifest, const Selection& sel) {
+  try {
+    return plannedKeys(loadTarget(manifest), sel);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// `plan`: the run keys it is launched for (planOf), checked against what it reports.
 json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
-                 const std::string& reproDir, const std::vector<std::string>& env = {}) {
+                 const std::string& reproDir, const std::optional<std::vector<std::string>>& plan,
+                 const std::vector<std::string>& env = {}) {
   const std::string inflight = out + ".inflight", stage = out + ".stage";
   const std::string capture = capturePath(out);  // what the code under test printed
   std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
@@ -651,13 +666,8 @@ json runIsolated(const Cli& cli, const std::string& self, const std::string& man
   for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", static_cast<unsigned>(rd()));
   const std::string key(hex, 64);
   // The run keys it is launched for, from the manifest and the catalog alone.
-  std::vector<std::string> planned;
-  bool plannable = false;
-  try {
-    planned = plannedKeys(loadTarget(manifest), cli.target.selection);
-    plannable = true;
-  } catch (const std::exception&) {  // the target process reports why it cannot load
-  }
+  const bool plannable = plan.has_value();
+  const std::vector<std::string> planned = plan.value_or(std::vector<std::string>{});
   // A fresh process for the runs left: the document so far is its --resume.
   const auto resumeArgs = [&](int restart) {
     auto a = childArgs(cli, self, manifest, out, reproDir);
@@ -853,7 +863,8 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
   for (const auto& id : targetProperties(*planned.target))
     opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
   const size_t jobs = std::min<size_t>(cli.jobs, ops.size());
-  if (jobs <= 1 || !opProps) return runIsolated(cli, self, planned.path, out, reproDir, deviceEnv(0));
+  if (jobs <= 1 || !opProps)
+    return runIsolated(cli, self, planned.path, out, reproDir, planOf(planned.path, cli.target.selection), deviceEnv(0));
   std::vector<json> docs(jobs);
   std::vector<std::string> captures;  // what each process printed, counted together below
   std::vector<std::thread> threads;
@@ -876,8 +887,10 @@ json runSharded(const Cli& cli, const std::string& self, const Planned& planned,
     }
     const std::string part = out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json";
     captures.push_back(capturePath(part));
-    threads.emplace_back([&docs, k, shard, &self, &planned, part, &reproDir, e = deviceEnv(k)]() {
-      docs[k] = runIsolated(shard, self, planned.path, part, reproDir, e);
+    // Planned here, before the threads (planOf is not for several at once).
+    threads.emplace_back([&docs, k, shard, &self, &planned, part, &reproDir, e = deviceEnv(k),
+                          plan = planOf(planned.path, shard.target.selection)]() {
+      docs[k] = runIsolated(shard, self, planned.path, part, reproDir, plan, e);
     });
   }
   for (auto& t : threads) t.join();

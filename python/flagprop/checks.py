@@ -25,8 +25,7 @@ from . import hits, ops, session, streams, timing, verdicts
 
 def _flagprop_functions():
     """[(function, its code)] of every function and method flagprop's own
-    modules define, taken when this module is imported (before any code
-    under test loads)."""
+    modules define."""
     out = []
     for name, mod in list(sys.modules.items()):
         if mod is None or not (name == "flagprop" or name.startswith("flagprop.")):
@@ -39,29 +38,42 @@ def _flagprop_functions():
     return out
 
 
-_FUNCTIONS = _flagprop_functions()
-# Kernels registered through torch.library before any code under test ran
-# (set of "namespace/op/dispatch key"; empty where torch keeps no such set).
-_IMPLS = set(getattr(getattr(__import__("torch"), "library", None), "_impls", ()) or ())
+_BASELINE = {}  # what ``tampered`` compares with: "functions" and "impls", taken by ``baseline``
 # Dispatch keys whose kernels CPU ATen (the reference) or its meta kernels run.
 _REFERENCE_KEYS = ("CPU", "Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd", "AutogradCPU",
                    "CompositeExplicitAutogradNonFunctional", "")
 
 
-def _tampered():
+def baseline():
+    """Takes what ``tampered`` compares with: the code of flagprop's
+    functions and the kernels registered through ``torch.library`` (a set of
+    "namespace/op/dispatch key"). The C++ session calls it once, before any
+    code under test loads."""
+    import torch
+
+    if not _BASELINE:
+        _BASELINE["functions"] = _flagprop_functions()
+        _BASELINE["impls"] = set(getattr(torch.library, "_impls", ()) or ())
+
+
+def tampered():
     """Why the judging itself cannot be trusted, or '': the code under test
     changed the code of one of flagprop's functions (put back here, and
-    said), or registered a kernel that CPU ATen, the reference, would run."""
-    changed = [fn for fn, code in _FUNCTIONS if fn.__code__ is not code]
-    for fn, code in _FUNCTIONS:
-        if fn.__code__ is not code:
-            fn.__code__ = code
+    said), or registered a kernel that CPU ATen, the reference, would run.
+    The C++ session asks it after each sandbox restore, before ``judge``
+    (a standalone reproducer has no sandbox and does not)."""
+    if not _BASELINE:
+        return ""
+    changed = [(fn, code) for fn, code in _BASELINE["functions"] if fn.__code__ is not code]
+    for fn, code in changed:
+        fn.__code__ = code
+    changed = [fn for fn, _code in changed]
     if changed:
         return "the code under test replaced the code of flagprop's %s (put back)" % ", ".join(
             "%s.%s" % (f.__module__, f.__qualname__) for f in changed[:3])
     import torch
 
-    new = sorted(i for i in set(getattr(torch.library, "_impls", ()) or ()) - _IMPLS
+    new = sorted(i for i in set(getattr(torch.library, "_impls", ()) or ()) - _BASELINE["impls"]
                  if i.startswith("aten/") and i.rsplit("/", 1)[-1] in _REFERENCE_KEYS)
     if new:
         return ("the code under test registered kernels that CPU ATen, the reference, runs (torch.library: %s): "
@@ -253,9 +265,6 @@ def judge(kind, target, case, observed, judging=None):
     reaches the verdict). Returns ``_check``'s dict, with ``left_running``
     (which the C++ session gathers per target and the report lists) when
     the case left something running."""
-    why = _tampered()
-    if why:
-        raise RuntimeError(why)  # a harness error (status error), never a verdict
     result = _judge(kind, target, case, observed["seen"], judging)
     left = observed["left_running"]
     if left and isinstance(result, dict):

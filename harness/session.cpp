@@ -175,7 +175,9 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     // flagprop.verdicts, a Tensor method) is back as it was before the case;
     // what a restore cannot undo makes the judging untrustworthy (an error).
     const py::module_ checks = pyImport("flagprop.checks");
-    const std::string tampered = py::str(checks.attr("tampered")()).cast<std::string>();
+    const py::object op = caseJson.is_object() && caseJson.contains("op") ? py::object(py::str(caseJson.value("op", "")))
+                                                                           : py::object(py::none());
+    const std::string tampered = py::str(checks.attr("tampered")(op)).cast<std::string>();
     if (!tampered.empty()) throw std::runtime_error(tampered);
     out = toJson(checks.attr("judge")(k, pyTarget_, c, seen, j));
     out["sandbox_reused"] = sb.reused();

@@ -2,6 +2,9 @@
 // tests/accuracy_utils.py: RESOLUTION per dtype as rtol, atol 1e-4), except
 // for sums and scans, whose atol grows with the square root of the count.
 #include "catalog/catalog.h"
+#include "core/dtypes.h"
+
+#include <algorithm>
 
 #include "catalog/schema_ops.h"
 #include "generators/choice.h"
@@ -12,6 +15,12 @@ namespace flagprop {
 
 const std::vector<std::string> kFloating = {"float32", "float16", "bfloat16"};
 const std::vector<std::string> kFloatingAndInt32 = {"float32", "float16", "bfloat16", "int32"};
+const std::vector<std::string> kAllDtypes = [] {
+  std::vector<std::string> out;
+  for (const auto& d : dtypes()) out.push_back(d.name);
+  return out;
+}();
+const std::vector<std::string> kSchemaDefaultDtypes = {"float32", "float16", "bfloat16", "int32", "int64", "bool"};
 
 namespace tol {
 json pointwise() { return {{"rule", "pointwise"}}; }
@@ -179,6 +188,35 @@ const OpEntry* findOp(const std::string& name) {
   for (const auto& e : catalog())
     if (e.name == name) return &e;
   return derived(name).entry.get();
+}
+
+namespace {
+bool holds(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+}  // namespace
+
+const OpEntry* opIn(const std::string& name, const std::string& dtype, bool schemaFallback) {
+  const OpEntry* e = findOp(name);
+  if (e && holds(e->dtypes, dtype)) return e;
+  if (!schemaFallback) return nullptr;
+  const OpEntry* s = derived(name).entry.get();
+  return s && holds(s->dtypes, dtype) ? s : nullptr;
+}
+
+std::string whyNotIn(const std::string& name, const std::string& dtype, bool schemaFallback) {
+  if (opIn(name, dtype, schemaFallback)) return "";
+  const OpEntry* e = findOp(name);
+  if (!e) return whyExcluded(name);
+  const OpEntry* s = schemaFallback ? derived(name).entry.get() : nullptr;
+  std::string why = "flagprop runs " + name + " in " + joined(e->dtypes) + ", not " + dtype;
+  if (s && s != e) why += " (nor does the entry derived from its schema: " + joined(s->dtypes) + ")";
+  else if (!schemaFallback && e != derived(name).entry.get())
+    why += " (an op file's ops are run in the hand-written entry's dtypes only)";
+  return why;
 }
 
 std::string whyExcluded(const std::string& name) {

@@ -20,6 +20,12 @@ namespace flagprop {
 /// Dtype sets an entry runs in (one P5 / P6 result each).
 extern const std::vector<std::string> kFloating;          ///< float32, float16, bfloat16
 extern const std::vector<std::string> kFloatingAndInt32;  ///< kFloating and int32
+/// Every dtype flagprop generates (core/dtypes.h): what a schema-derived
+/// entry may run in when a target asks.
+extern const std::vector<std::string> kAllDtypes;
+/// What a schema-derived entry runs in when the target names no dtypes:
+/// float32, float16, bfloat16, int32, int64, bool.
+extern const std::vector<std::string> kSchemaDefaultDtypes;
 
 /// Tolerance rules (flagprop.verdicts.tolerance documents each).
 namespace tol {
@@ -60,7 +66,9 @@ json freeOutputs(const std::string& name);
 /// One catalog op.
 struct OpEntry {
   std::string name;                 ///< ATen overload as torch.ops spells it: "add.Tensor", "tanh" (= tanh.default)
-  std::vector<std::string> dtypes;  ///< dtypes the op is run in
+  std::vector<std::string> dtypes;  ///< dtypes the op may be run in (a target's `dtypes` picks among them)
+  /// What it runs in when the target names no dtypes; empty: all of `dtypes`.
+  std::vector<std::string> defaultDtypes;
   Sampler sample;                   ///< one call of the op
   /// {"upcast": floating inputs of the reference in float64, "tolerance": a
   /// tol:: rule, "outputs": per output an out:: kind (default values)}.
@@ -88,6 +96,17 @@ const std::vector<OpEntry>& catalog();
 /// process); nullptr when neither exists or the overload is excluded
 /// (whyExcluded says why).
 const OpEntry* findOp(const std::string& name);
+
+/// The entry that runs `name` in `dtype`: findOp(name) where its dtypes
+/// hold `dtype`, else (with `schemaFallback`, for targets that call ATen
+/// itself) the entry derived from the overload's schema where that holds
+/// it, so a hand-written entry's narrower dtype set never drops a dtype
+/// ATen takes (`log` on int32); nullptr when neither does.
+const OpEntry* opIn(const std::string& name, const std::string& dtype, bool schemaFallback);
+
+/// Why opIn(name, dtype, fallback) is nullptr, one line naming the dtypes
+/// flagprop runs `name` in ("" when it is not).
+std::string whyNotIn(const std::string& name, const std::string& dtype, bool schemaFallback);
 
 /// Why findOp(name) is nullptr, one line ("" when it is not).
 std::string whyExcluded(const std::string& name);

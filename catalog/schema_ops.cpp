@@ -338,8 +338,12 @@ OpEntry schemaEntry(const OpSchema& s) {
   const OpClass k = classifyOp(s);
   if (k.kind == "excluded") throw std::invalid_argument(k.reason);
   const bool ints = integerOnly(s.name);
-  OpEntry e = Op(s.name, ints ? std::vector<std::string>{"int32"} : kFloatingAndInt32, schemaSampler(s))
+  // Every dtype ATen may take; the reference (CPU ATen, or the device's
+  // stock path) decides which it takes: a sample it rejects is a discard.
+  OpEntry e = Op(s.name, ints ? std::vector<std::string>{"int32", "int64", "int8", "uint8", "bool"} : kAllDtypes,
+                 schemaSampler(s))
                   .tolerance({{"rule", "schema"}});
+  e.defaultDtypes = ints ? std::vector<std::string>{"int32", "int64", "bool"} : kSchemaDefaultDtypes;
   if (ints) e.judging["integer_only"] = true;  // run in int32 whatever floating dtypes the target asks for
   e.judging["mode"] = k.kind;
   e.judging["outputs"] = out::freeOutputs(s.name);  // where ATen leaves the index among ties free

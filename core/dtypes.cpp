@@ -4,9 +4,9 @@ namespace flagprop {
 
 const std::vector<DtypeInfo>& dtypes() {
   static const std::vector<DtypeInfo> table = {
-      {"float32", true, true},  {"float16", true, true}, {"bfloat16", true, true},
-      {"float64", true, false}, {"int8", false, false},  {"uint8", false, false},
-      {"int32", false, true},   {"int64", false, false}, {"bool", false, false},
+      {"float32", true, true}, {"float16", true, true}, {"bfloat16", true, true},
+      {"float64", true, true}, {"int8", false, true},   {"uint8", false, true},
+      {"int32", false, true},  {"int64", false, true},  {"bool", false, true},
   };
   return table;
 }

@@ -33,6 +33,31 @@ def results(folder):
             yield doc.get("name", "?"), r
 
 
+STOCK_CLASS = "the stock path differs from CPU ATen"
+
+
+def stock_differs(rs):
+    """The P5 results of ``rs`` tagged "the stock path differs from CPU
+    ATen" (docs/control.md), each with how many of its cases were."""
+    out = []
+    for r in rs:
+        if r.get("property") != "P5":
+            continue
+        o = r.get("observations") or {}
+        cases = sum(d.get("cases", 0) for d in o.get("distribution") or [] if STOCK_CLASS in d.get("class", ""))
+        if not cases and any("differs from CPU ATen" in n for n in o.get("control") or []):
+            cases = 1  # a failing result: its shrunk case
+        if cases:
+            out.append((r, cases))
+    return out
+
+
+def judged_against(r):
+    """What a failing result was judged against: "the stock path" where the
+    reason names it, else "CPU ATen"."""
+    return "the stock path" if "stock path" in r.get("reason", "") else "CPU ATen"
+
+
 def main():
     args, only = sys.argv[1:], None
     if args[:1] == ["--target"] and len(args) >= 2:
@@ -61,6 +86,14 @@ def main():
           % (len(by_op), judged, len(passing), len(failing), len(health), sum(excluded.values())))
     for why, n in excluded.most_common():
         print("  excluded %4d  %s" % (n, why))
+    stock = stock_differs(r for rs in by_op.values() for r in rs)
+    print("the stock path differs from CPU ATen (information, judged against the stock path): %d op x dtype result(s)"
+          % len(stock))
+    for r, cases in stock:
+        print("  stock != CPU  %-40s %-5s %d of %d case(s)" % (r.get("key", r["op"]), r["status"], cases,
+                                                           r.get("cases_run", 0)))
+    against = collections.Counter(judged_against(r) for rs in failing.values() for r in rs if r["status"] == "fail")
+    print("failures judged against: %s" % (", ".join("%s %d" % kv for kv in sorted(against.items())) or "-"))
     for op, rs in failing.items():
         for r in rs:
             print("%-5s %-40s %s%s" % (r["status"], r.get("key", op), r.get("reason", "")[:220].replace("\n", " "),

@@ -32,6 +32,8 @@
 #   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
 #          py-spy wheel); prints the top functions (bench/pyspy_top.py)
 #   draft-repros  after all-ops: runs the reproducer of each bug-report draft (exit statuses)
+#   repros-off  after all-ops: every reproducer as written and with FlagGems off (matrix/repros_off.py):
+#          a finding judged against the stock path that still fails with FlagGems off is a flagprop defect
 #   args   flagprop run with the arguments in $FLAGPROP_ARGS
 set -u
 OUTDIR=${1:?usage: matrix/run_gpu.sh OUTDIR MODE...}
@@ -217,6 +219,11 @@ for MODE in "$@"; do
     draft-repros)  # the reproducer of each bug-report draft of the all-ops run, 8 at once
       grep -ho 'reproducers/repro_[^ )`]*\.py' "$OUTDIR"/all/drafts/[0-9]*.md 2>/dev/null | sort -u | head -"${FLAGPROP_REPROS:-40}" |
         xargs -P 8 -I{} sh -c 'timeout 90 '"$PY"' '"$OUTDIR"'/all/{} >/dev/null 2>&1; echo "exit $? {}"' | sort ;;
+    repros-off)  # after all-ops: every reproducer as written and with FlagGems off (matrix/repros_off.py)
+      timeout 420 $PY matrix/repros_off.py "$OUTDIR/all" --jobs "${FLAGPROP_JOBS:-12}" --timeout 150 \
+        >"$OUTDIR/repros-off.txt" 2>&1
+      echo "== repros-off: exit $?"
+      tail -1 "$OUTDIR/repros-off.txt"; grep -E "^1 +1 +stock" "$OUTDIR/repros-off.txt" | head -20 ;;
     args) $FP run $FLAGPROP_ARGS --report-dir "$OUTDIR/args"; summary "$OUTDIR/args" ;;
     *) echo "unknown mode $MODE"; exit 2 ;;
   esac

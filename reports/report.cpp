@@ -194,6 +194,26 @@ void timingSection(std::ostringstream& md, const json& t) {
 
 }  // namespace
 
+std::vector<StockNote> stockDiffersFromCpu(const json& target) {
+  static const std::string kClass = "the stock path differs from CPU ATen";
+  std::vector<StockNote> out;
+  if (!target.contains("results")) return out;
+  for (const auto& r : target.at("results")) {
+    if (r.value("property", "") != "P5" || !r.contains("op")) continue;
+    const json o = r.value("observations", json::object());
+    StockNote n{r.value("op", ""), r.value("dtype", ""), r.value("status", ""), 0, r.value("cases_run", 0), ""};
+    for (const auto& d : o.value("distribution", json::array()))
+      if (d.value("class", "").find(kClass) != std::string::npos) n.cases += d.value("cases", 0);
+    for (const auto& note : o.value("control", json::array()))  // a failing result: its shrunk case's notes
+      if (note.is_string() && note.get<std::string>().find("differs from CPU ATen") != std::string::npos) {
+        if (n.cases == 0) n.cases = 1;
+        if (n.example.empty()) n.example = note.get<std::string>();
+      }
+    if (n.cases > 0) out.push_back(std::move(n));
+  }
+  return out;
+}
+
 json opCoverage(const json& target) {
   std::map<std::string, std::vector<const json*>> byOp;
   static const json none = json::array();
@@ -230,6 +250,7 @@ json opCoverage(const json& target) {
     }
   }
   c["judged"] = c["pass"].get<int>() + c["fail"].get<int>();
+  c["stock_differs_from_cpu"] = stockDiffersFromCpu(target).size();
   std::vector<std::pair<int, std::string>> sorted;
   for (const auto& [w, n] : why) sorted.push_back({-n, w});
   std::sort(sorted.begin(), sorted.end());
@@ -247,7 +268,8 @@ void coverageLine(std::ostringstream& md, const json& t) {
      << c.value("pass", 0) << ", fail " << c.value("fail", 0) << " with " << c.value("distinct_failures", 0)
      << " distinct failures); gave up (every result a health skip: CPU ATen rejected most samples, or "
         "crashed or hung on them) " << c.value("gave_up", 0)
-     << "; excluded " << c.value("excluded", 0);
+     << "; excluded " << c.value("excluded", 0) << "; the stock path differs from CPU ATen on "
+     << c.value("stock_differs_from_cpu", 0) << " op x dtype result(s) (below: information, not findings)";
   std::string why;
   for (const auto& e : c.at("excluded_because"))
     why += (why.empty() ? "" : "; ") + e.value("reason", "") + ": " + std::to_string(e.value("ops", 0));
@@ -391,6 +413,21 @@ void installerTable(std::ostringstream& md, const json& t) {
   md << "\n";
 }
 
+// The op results whose device stock path disagreed with CPU ATen: listed,
+// counted, and said to be information (docs/control.md), not findings.
+void stockSection(std::ostringstream& md, const json& t) {
+  const auto notes = stockDiffersFromCpu(t);
+  if (notes.empty()) return;
+  md << "The stock path differs from CPU ATen on **" << notes.size()
+     << "** op x dtype result(s): there the op was judged against the device's own stock kernel (the same call "
+        "with FlagGems off); the difference is ATen's, on this device, and no finding (docs/control.md).\n\n"
+        "| op | dtype | P5 | cases where the stock path differs from CPU ATen |\n|---|---|---|---|\n";
+  for (const auto& n : notes)
+    md << "| " << n.op << " | " << n.dtype << " | " << n.status << " | " << n.cases << " of " << n.casesRun
+       << (n.example.empty() ? "" : " (" + cell(n.example, 120) + ")") << " |\n";
+  md << "\n";
+}
+
 // One failure with its evidence and how to replay it.
 void failure(std::ostringstream& md, const json& report, const json& t, const json& r) {
   const auto& prov = report.at("provenance");
@@ -474,6 +511,7 @@ std::string renderMarkdown(const json& report) {
     installerTable(md, t);
     coverageLine(md, t);
     opTable(md, t);
+    stockSection(md, t);
     timingSection(md, t);
     for (const auto& r : t.at("results"))
       if (r.value("status", "") == "fail") failure(md, report, t, r);

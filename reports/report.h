@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace flagprop {
 
@@ -22,12 +23,29 @@ bool resultExpected(const json& target, const json& result);
 /// "pass or skip" when the manifest names none) and `as_expected` (bool).
 json mergeReport(const json& targets, const json& runInfo);
 
+/// One P5 result (op, dtype) on which the device's stock path (the control,
+/// docs/control.md) and CPU ATen disagreed: `cases` of the result's
+/// `casesRun` cases were tagged so (a failing result: its shrunk case, 1),
+/// `example` one such note of a failing result ("call 0: output 0: the
+/// stock path differs from CPU ATen: ...").
+struct StockNote {
+  std::string op, dtype, status;
+  int cases = 0, casesRun = 0;
+  std::string example;
+};
+
+/// The P5 results of `target` (a target document) that carry "the stock
+/// path differs from CPU ATen", in result order; empty for a target with no
+/// control.
+std::vector<StockNote> stockDiffersFromCpu(const json& target);
+
 /// Per-op coverage of one target document (its results with an `op`): ops,
 /// judged (pass + fail), pass, fail, distinct_failures (each failing
 /// result's first failure plus its observations.distinct_failures),
 /// gave_up (every result a skip: CPU ATen rejected most samples, or crashed
 /// or hung on them), excluded
-/// and excluded_because [{reason, ops}], most frequent first. An op counts
+/// and excluded_because [{reason, ops}], most frequent first;
+/// stock_differs_from_cpu: the P5 results stockDiffersFromCpu lists. An op counts
 /// once however many dtypes and properties it ran.
 json opCoverage(const json& target);
 

@@ -259,14 +259,13 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
 }
 
 // A run that is not made: the op is excluded, and the reason says why.
-PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std::string& dtype) {
+PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std::string& dtype, const std::string& why) {
   PropertyRun run;
   run.id = def.id;
   run.title = def.title;
   run.op = op;
   run.dtype = dtype;
   run.checkKind = def.checkKind;
-  const std::string why = "excluded: " + whyExcluded(op);
   run.quiet = true;
   run.precondition = [run, why]() -> std::optional<PropertyOutcome> { return outcomeFor(run, "skip", why); };
   return run;
@@ -281,21 +280,26 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
     if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
       const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];
       for (const auto* d : defs)
-        if (d->checkKind == "op" && sel.takes(d->id, name, dtype)) out.push_back({d, nullptr, name, dtype});
+        if (d->checkKind == "op" && sel.takes(d->id, name, dtype))
+          out.push_back({d, nullptr, name, dtype, "excluded: " + whyExcluded(name)});
       continue;
     }
     const OpEntry& entry = *found;
-    // An integral-only op is judged in its own dtype when the target asks for
+    const std::vector<std::string>& defaults = entry.defaultDtypes.empty() ? entry.dtypes : entry.defaultDtypes;
+    // An integral-only op is judged in its own dtypes when the target asks for
     // floating dtypes only (else it would silently not run at all).
     bool anyWanted = t.dtypes.empty();
     for (const auto& dtype : entry.dtypes)
       anyWanted |= std::find(t.dtypes.begin(), t.dtypes.end(), dtype) != t.dtypes.end();
     const bool ownDtypes = !anyWanted && entry.judging.value("integer_only", false);
-    for (const auto& dtype : entry.dtypes) {
-      if (!ownDtypes && !t.dtypes.empty() && std::find(t.dtypes.begin(), t.dtypes.end(), dtype) == t.dtypes.end())
-        continue;
+    const bool fallback = t.ops.kind == "aten";  // ATen's own kernels take what its schema does
+    for (const auto& dtype : t.dtypes.empty() || ownDtypes ? defaults : t.dtypes) {
+      // Every dtype the target asks for ends as a result: run by the entry
+      // that takes it, or a skip that says why none does.
+      const OpEntry* e = opIn(name, dtype, fallback);
       for (const auto* d : defs)
-        if (sel.takes(d->id, entry.name, dtype)) out.push_back({d, &entry, entry.name, dtype});
+        if (sel.takes(d->id, name, dtype))
+          out.push_back({d, e, name, dtype, e ? "" : "not run in " + dtype + ": " + whyNotIn(name, dtype, fallback)});
     }
   }
   return out;
@@ -310,7 +314,7 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
   const std::vector<PlannedOpRun> plan = planOpRuns(t, defs, sel);
   for (size_t i = 0; i < plan.size();) {
     if (!plan[i].entry) {
-      runs.push_back(excludedRun(*plan[i].def, plan[i].op, plan[i].dtype));
+      runs.push_back(excludedRun(*plan[i].def, plan[i].op, plan[i].dtype, plan[i].skip));
       ++i;
       continue;
     }

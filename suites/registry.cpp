@@ -71,8 +71,11 @@ std::string neverRun(const Target& t, const std::string& key, const std::vector<
   if (dtypeAt == std::string::npos) return "";
   const std::string dtype = key.substr(dtypeAt + 1);
   if (!findOp(op)) return "names op " + op + ", which flagprop cannot run: " + whyExcluded(op);
-  const auto& own = findOp(op)->dtypes;
-  if (std::find(own.begin(), own.end(), dtype) == own.end() || !in(t.dtypes, dtype))
+  const OpEntry* e = findOp(op);
+  const auto& defaults = e->defaultDtypes.empty() ? e->dtypes : e->defaultDtypes;
+  const bool runs = t.dtypes.empty() ? std::find(defaults.begin(), defaults.end(), dtype) != defaults.end()
+                                     : in(t.dtypes, dtype) && opIn(op, dtype, t.ops.kind == "aten");
+  if (!runs)
     return "names " + op + " in " + dtype + ", which this target does not run";
   return "";
 }

@@ -75,8 +75,9 @@ PropertyRun installerRun(TargetSession& session, const PropertyDef& def);
 /// `entry` is nullptr for an op flagprop excludes (its run is a skip).
 struct PlannedOpRun {
   const PropertyDef* def;
-  const OpEntry* entry;
+  const OpEntry* entry;  ///< nullptr: not run, a skip whose reason is `skip`
   std::string op, dtype;
+  std::string skip;  ///< "excluded: ..." or "not run in <dtype>: ..." where entry is nullptr
   std::string key() const { return def->id + "/" + op + "/" + dtype; }
 };
 

@@ -370,6 +370,42 @@ def _describe_op(ev):
     return lines
 
 
+def _preview(t, limit):
+    """The first ``limit`` elements of CPU tensor ``t`` (flattened) as text,
+    with its dtype and shape."""
+    flat = t.reshape(-1)
+    head = flat[:limit].tolist()
+    return "%s %s %s%s" % (str(t.dtype).replace("torch.", ""), list(t.shape), head,
+                           " ... (%d elements)" % flat.numel() if flat.numel() > limit else "")
+
+
+def describe_values(obs, limit=8):
+    """Lines of an op observation (``observe("op", ...)["seen"]``) for a person: per
+    call and output, the first ``limit`` elements the op gave, the stock
+    path gave (the control, where the target has one) and CPU ATen gave (its
+    reference, float64 where upcast). Returns a list of str; empty for a
+    discarded observation."""
+    if "passes" not in obs:
+        return []
+    lines = []
+    judged = obs["passes"][-1]
+    control = obs.get("control")
+    for k, rec in enumerate(judged["calls"]):
+        ctl = control["calls"][k] if control else None
+        expected = obs["expected"][k]
+        n = max(len(rec["after"]), len(expected), len(ctl["after"]) if ctl and not ctl["error"] else 0)
+        for i in range(n):
+            lines.append("call %d output %d:" % (k, i))
+            lines.append("  the op       : %s" % (_preview(rec["after"][i], limit) if i < len(rec["after"])
+                                                   else "raised %s" % rec["error"] if rec["error"] else "-"))
+            if ctl is not None:
+                lines.append("  stock path   : %s" % (_preview(ctl["after"][i], limit) if i < len(ctl["after"])
+                                                       else "raised %s" % ctl["error"] if ctl["error"] else "-"))
+            ref = expected[i].get("values") if i < len(expected) else None
+            lines.append("  CPU ATen     : %s" % (_preview(ref, limit) if ref is not None else "-"))
+    return lines
+
+
 def describe(kind, result):
     """Lines a person reads about a ``check`` result."""
     ev = result.get("evidence") or {}

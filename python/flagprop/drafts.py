@@ -213,6 +213,8 @@ def _member(report, target, result, failure, index):
         "expected": result.get("expected", "pass or skip"),
         "as_expected": bool(result.get("as_expected", False)),
         "distinct": index,
+        "control": ((target.get("target") or {}).get("ops") or {}).get("control", "none"),
+        "device": prov.get("device") or (target.get("target") or {}).get("device", ""),
     }
 
 
@@ -486,6 +488,53 @@ def _reproduce(report, g, report_dir):
     return "\n".join(lines)
 
 
+def _reference_sentence(m, op):
+    """Which reference occurrence ``m`` of op ``op`` was judged against: the
+    same call with FlagGems off on the same device (the "stock" control),
+    a control op file standing in for it, or CPU ATen. Returns one
+    Markdown sentence (str)."""
+    control = m.get("control")
+    if control == "stock":
+        return ("The reference for `%s` is the same call with FlagGems off: stock ATen on %s, on the same inputs; "
+                "CPU ATen (float64) is a second opinion." % (op, _code(m.get("device") or "the same device")))
+    if isinstance(control, dict):
+        return ("The reference for `%s` is the control op file %s, standing in for the device's stock kernels; "
+                "CPU ATen (float64) is a second opinion." % (op, _code(control.get("path", "?"))))
+    return "CPU ATen is the reference for `%s`." % op
+
+
+def _with_flaggems_off(m):
+    """The "With FlagGems off" paragraph of occurrence ``m`` where its
+    target has a control (docs/control.md): what the stock path gave on the
+    same case, from the shrunk case's findings and notes. Returns Markdown
+    lines (list of str); empty for a target without one."""
+    if m.get("control") in (None, "", "none"):
+        return []
+    device = m.get("device") or "the same device"
+    stock = "stock ATen on %s" % _code(device) if m.get("control") == "stock" else "the control"
+    obs = m["observations"]
+    said = []
+    for f in obs.get("numerics") or []:
+        if "differs from the stock path" in f:
+            head, _, rest = f.partition(": differs from the stock path: ")
+            said.append("%s gives another result for %s: the op's differs from it by %s" % (
+                stock, head or "an output", rest or f))
+        elif "the stock path returns" in f:
+            said.append("%s returns where the op raises (%s)" % (stock, f))
+    for n in obs.get("control") or []:
+        if "no stock kernel" in n:
+            said.append("there is no stock kernel on %s (%s), so the op was judged against CPU ATen" % (
+                _code(device), n))
+        elif "differs from CPU ATen" in n:
+            said.append("%s itself differs from CPU ATen here (%s); that is not the finding" % (stock, n))
+    if not said:
+        return []
+    lines = ["With FlagGems off, on the same case:", ""]
+    lines += ["- %s." % x.rstrip(".") for x in _unique(said)[:6]]
+    lines.append("")
+    return lines
+
+
 def _what_happens(g):
     """The Expected / Actual section of group ``g``, with the shrunk case's
     findings and the exception site. Returns Markdown (str)."""
@@ -495,10 +544,13 @@ def _what_happens(g):
     lines = ["## Expected and actual", ""]
     lines.append("**Expected** (%s %s): %s." % (g["property"], title, statement or "the property holds"))
     if g["op"]:
-        lines.append("CPU ATen is the reference for `%s`." % g["op"])
+        lines.append(_reference_sentence(m, g["op"]))
     lines.append("")
     lines.append("**Actual**: %s" % m["reason"])
     lines.append("")
+    off = _with_flaggems_off(m)
+    if off:
+        lines += off
     findings = []
     for k in ("numerics", "aliasing"):
         findings += ["%s: %s" % (k, x) for x in (obs.get(k) or [])[:10]]

@@ -167,13 +167,15 @@ std::string findIn(const std::vector<std::string>& folders, const std::string& r
 const char* kPackages[] = {"flagprop_mocks", "flagprop"};
 
 // flagprop.slim's request for a reproducer of check kind `kind`: the
-// functions the template (reproducer.py.in) calls, `kind` bound for check and
+// functions the template (reproducer.py.in) calls (observe and judge through
+// check, which calls both with its `kind`), `kind` bound for check and
 // describe so that only its branches are followed, and the table's budget.
 json sliceRequest(const std::string& kind, size_t budget) {
   json entries = {"flagprop.checks:check", "flagprop.checks:describe", "flagprop.checks:verdict_of"};
   if (kind == "op") {
     entries.push_back("flagprop.ops:setup");
     entries.push_back("flagprop.ops:build_cpu");
+    entries.push_back("flagprop.checks:describe_values");
   }
   json folders = json::array();
   for (const auto& f : pythonFolders()) folders.push_back(fs::absolute(f).string());

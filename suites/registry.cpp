@@ -18,7 +18,7 @@ const std::vector<PropertyDef>& properties() {
       {"P4", "key equivalence", "key", S::Installer,
        "the fast key, descriptor helper and memos answer as the stock ones do"},
       {"P5", "numerics", "op", S::Op,
-       "the device result matches CPU ATen within tolerance; patched equals unpatched bitwise"},
+       "the device result matches the reference within tolerance (the same call with FlagGems off where the target has a control, else CPU ATen); patched equals unpatched bitwise"},
       {"P6", "aliasing and metadata", "op", S::Op,
        "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
       {"P7", "stream semantics", "streams", S::Op,

@@ -74,9 +74,11 @@ struct OpStats {
 struct OpRunState {
   std::unordered_map<std::string, json> memo;
   bool lost = false;
+  bool stockLost = false;  // the stock path (the control), not the op, lost it: later cases are discards
 };
 
-// Whether a message says the device context is gone for this process.
+// Whether a message says the device context is gone for this process
+// (flagprop.verdicts.DEVICE_LOST reads the same list).
 bool deviceLostText(const std::string& s) {
   for (const char* k : {"illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
                         "device-side assert", "unspecified launch failure"})
@@ -102,6 +104,7 @@ json lostResult(const json& evidence, const std::string& why) {
 // session's device lost when the case broke it.
 json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEntry& entry, const std::string& key,
                  const Case& c) {
+  if (state.lost && state.stockLost) return {{"discard", s.deviceLost}};  // never the op's: it did not run
   if (state.lost) throw StickyFailure(s.deviceLost);
   const std::string caseKey = c.value.dump();
   const auto hit = state.memo.find(caseKey);
@@ -116,6 +119,15 @@ json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEn
     if (!deviceLostText(e.what())) throw;
     result = lostResult({{"harness_error", e.what()}}, describe(e));
     state.lost = true;
+  }
+  if (result.contains("discard") && result.value("evidence", json::object()).contains("stock_lost")) {
+    // The same case with FlagGems off lost the device first: a sample that is
+    // invalid on this device (or a stock fault), not a finding of the op.
+    state.lost = state.stockLost = true;
+    s.deviceLost = "the stock path (the control: FlagGems off) lost the device context during " + key + ", before the op ran (" +
+                   result.at("evidence").at("stock_lost").get<std::string>().substr(0, 200) + ")";
+    stats.add(result, false);
+    return {{"discard", s.deviceLost}};
   }
   const std::string lost = lostDeviceIn(result);
   if (!lost.empty()) {

@@ -1120,12 +1120,13 @@ TEST(Cli, ASecondValuesFaultOnOtherInputsIsReportedOnItsOwn) {
 // path passes whatever CPU ATen says (and says so); differing is a finding
 // that names CPU ATen's side; a sample the stock path rejects is a discard;
 // the op raising where the stock path returns is a finding; without a stock
-// kernel the op is judged against CPU ATen.
+// kernel the op is judged against CPU ATen; a case on which the stock path
+// loses the device is never the op's.
 TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const fs::path dir = testDir("control");
   std::string out, manifests;
   for (const char* m : {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises",
-                        "control-no-kernel"})
+                        "control-no-kernel", "control-stock-loses-device"})
     manifests += " --manifest " + kTargets + m + ".json";
   EXPECT_EQ(sh(kFp + " run --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
   const json report = load((dir / "report.json").string());
@@ -1155,5 +1156,10 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const json none = p5("control-no-kernel");
   EXPECT_EQ(none.value("status", ""), "fail") << none.dump();
   EXPECT_EQ(none.value("reason", "").find("stock path"), std::string::npos) << "judged against CPU ATen: " << none.dump();
+  // The stock path runs first: a case on which it loses the device is its
+  // own (the op, which would lose it too, is not blamed).
+  const json lost = p5("control-stock-loses-device");
+  EXPECT_EQ(lost.value("status", ""), "skip") << lost.dump();
+  EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"), std::string::npos) << lost.dump();
   flagprop::removeTree(dir.string());
 }

@@ -606,6 +606,16 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         relaid.append(moved)
     reference_s = time.perf_counter() - t0
     _stage("device")
+    control = None
+    if runner.control is not None:
+        # The same calls on fresh copies of the inputs through the control,
+        # first: a case on which the stock path itself loses the device is
+        # never put on the op (docs/control.md).
+        control = _run_pass(runner.control, case, cpu_inputs, device, "control")
+        for k, rec in enumerate(control["calls"]):
+            if rec["error"] and verdicts.device_lost(rec["error"]):
+                return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
+                        "stock_lost": rec["error"]}
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()
     obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "passes": passes}
@@ -616,8 +626,8 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     else:
         obs["fast_path"] = "active"
         passes.append(_run_pass(runner, case, cpu_inputs, device, "patched"))
-    if runner.control is not None:  # the same calls on fresh copies of the inputs, through the control
-        obs["control"] = _run_pass(runner.control, case, cpu_inputs, device, "control")
+    if control is not None:
+        obs["control"] = control
     obs["compilations"] = compile_count() - compiles0
     obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes),
                       "inputs": 1e6 * inputs_s}

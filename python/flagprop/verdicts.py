@@ -581,7 +581,8 @@ def _check_inputs(rec, where, aliasing, written=(), relaid=None):
 def _check_alias(o, inputs, aten_aliases, mode, out, aliasing):
     """An output shares storage with exactly the inputs ATen's output shares
     (``aten_aliases``: its views, in-place results and reshapes that could
-    be views), else it is fresh; an in-place op returns self itself."""
+    be views; CPU ATen's, or the stock path's where the target has a
+    control), else it is fresh; an in-place op returns self itself."""
     for j, snap in enumerate(inputs):
         t = snap["tensor"]
         shares = _overlap(o, t)
@@ -602,6 +603,17 @@ def storage_of(t):
     s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
     n = s.nbytes() // t.element_size()
     return t.as_strided((n,), (1,), 0) if n else None
+
+
+#: What a message says when the device context is gone for the process
+#: (the C++ session's deviceLostText reads the same list).
+DEVICE_LOST = ("illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
+               "device-side assert", "unspecified launch failure")
+
+
+def device_lost(error):
+    """Whether exception text ``error`` says the device context is lost."""
+    return any(k in (error or "") for k in DEVICE_LOST)
 
 
 def no_stock_kernel(error):
@@ -748,7 +760,11 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
                                        or native["device"] != o.device.index):
                 aliasing.append("%s: the %s runtime says its memory is %s on device %d; torch says %s" % (
                     out, native["runtime"], native["memory_type"], native["device"], o.device))
-            _check_alias(o, rec["inputs"], (ex or {}).get("aliases", []), mode, out, aliasing)
+            if ctl is not None:  # the inputs the stock path's output shares storage with, as it runs on this device
+                aliases = [j for j, s in enumerate(ctl["inputs"]) if _overlap(ctl["outputs"][i], s["tensor"])]
+            else:
+                aliases = (ex or {}).get("aliases", [])
+            _check_alias(o, rec["inputs"], aliases, mode, out, aliasing)
             for j in range(i):
                 if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
                     aliasing.append("%s shares storage with output %d" % (out, j))

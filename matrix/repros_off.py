@@ -19,6 +19,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coverage import judged_against  # noqa: E402  (one rule for what a finding was judged against)
+
 ENABLE = re.compile(r'("enable":\s*)"flag_gems"')
 
 
@@ -87,7 +90,7 @@ def main():
 
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
         rows = list(pool.map(both, items))
-    against = lambda reason: "stock" if "stock path" in reason else "CPU"  # noqa: E731
+    against = lambda reason: "stock" if judged_against({"reason": reason}) == "the stock path" else "CPU"  # noqa: E731
     bad = [r for r in rows if r[2][0] == 1 and against(r[0][3]) == "stock"]
     print("%-4s %-4s %-5s %-50s %s" % ("on", "off", "vs", "result", "with FlagGems off"))
     for (path, target, key, reason), on, off in sorted(rows, key=lambda r: (r not in bad, -(r[2][0] or 0), r[0][2])):

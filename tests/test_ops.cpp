@@ -525,6 +525,35 @@ ok_refs = ("magnitude" in summed[0] and abs(float(summed[0]["magnitude"]) - floa
   EXPECT_EQ(py::str(scope["ok_refs"]).cast<std::string>(), "(True, True)");
 }
 
+// The reference's values come from dense copies of the inputs an op only
+// reads and whose elements overlap: LibTorch 1.13's CPU median.dim returns
+// other values on an expanded input (the tie fixture's run failed on it),
+// while an in-place op's self keeps its layout.
+TEST(OpTeeth, TheReferenceDoesNotTakeALayoutDependentAnswerOfCpuAten) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import torch
+from flagprop import ops
+layout = {"dtype": "int32", "shape": [3, 2, 1], "strides": [1, 0, 1], "offset": 0, "storage": 3, "seed": 2,
+          "values": "normal", "how": "expanded"}
+call = {"tensors": [layout], "args": [{"tensor": 0}, 1, True], "kwargs": {}}
+x = ops.build_cpu(call)[0]
+want = torch.ops.aten.median.dim(x.contiguous(), 1, True)[0]
+exact, _ = ops.reference("median.dim", call, ops.build_cpu(call), False)
+upcast, _ = ops.reference("median.dim", call, ops.build_cpu(call), True)
+ok_dense = (torch.equal(exact[0]["values"], want), torch.equal(upcast[0]["values"], want))
+inplace = {"tensors": [dict(layout, dtype="float32")], "args": [{"tensor": 0}], "kwargs": {}}
+try:
+    ops.reference("abs_.default", inplace, ops.build_cpu(inplace), True)
+    ok_inplace = False
+except RuntimeError:  # ATen rejects writing an overlapping self, as the device call does
+    ok_inplace = True
+)", scope);
+  EXPECT_EQ(py::str(scope["ok_dense"]).cast<std::string>(), "(True, True)");
+  EXPECT_TRUE(scope["ok_inplace"].cast<bool>());
+}
+
 // The stage file (what the case in flight is doing, which the parent reads
 // to stop a hanging CPU reference early and to tell a reference crash from
 // the op's) is the case's own: every case starts with none, so that a P7 /

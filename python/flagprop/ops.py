@@ -336,6 +336,52 @@ def call_op(fn, call, tensors, device=None):
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
+def _written(fn, call):
+    """Indices of ``call``'s tensors that ``fn``'s schema says it writes
+    (``Tensor(a!)``: an in-place op's self, out= arguments)."""
+    schema = getattr(fn, "_schema", None)
+    out = set()
+    if schema is None:
+        return out
+    args, kwargs = call["args"], call.get("kwargs") or {}
+    for j, a in enumerate(schema.arguments):
+        info = getattr(a, "alias_info", None)
+        if info is None or not info.is_write:
+            continue
+        value = kwargs.get(a.name) if a.kwarg_only or j >= len(args) else args[j]
+        out.update(_tensor_indices(value))
+    return out
+
+
+def _tensor_indices(value):
+    if isinstance(value, dict):
+        if len(value) == 1 and "tensor" in value:
+            return [value["tensor"]]
+        return [i for v in value.values() for i in _tensor_indices(v)]
+    if isinstance(value, list):
+        return [i for v in value for i in _tensor_indices(v)]
+    return []
+
+
+def _dense_read_only(fn, call, cpu):
+    """``cpu`` with each input that the op only reads and whose elements
+    overlap (an expanded, stride-0 dim) replaced by a dense copy, or None
+    when there is none. The reference's values come from these: an op's
+    values do not depend on its inputs' layout, and LibTorch 1.13's CPU
+    ``median.dim`` / ``nanmedian.dim`` return wrong values on an expanded
+    input (docs/control.md). Not for ops that read an input's storage
+    rather than its elements (a ``stride`` argument: ``as_strided``)."""
+    schema = getattr(fn, "_schema", None)
+    if schema is not None and any(a.name == "stride" for a in schema.arguments):
+        return None
+    written = _written(fn, call)
+    swap = [j for j, t in enumerate(cpu)
+            if j not in written and t.numel() > 1 and torch._debug_has_internal_overlap(t) == 1]
+    if not swap:
+        return None
+    return [t.contiguous() if j in swap else t for j, t in enumerate(cpu)]
+
+
 def same_layout(t, dtype=None):
     """A copy of ``t`` in a storage of its own with the same shape, strides
     and storage offset (in ``dtype`` when given): an op that writes its input
@@ -419,9 +465,12 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
         if shapes_from is None or len(shapes_from) != len(same):
             shapes_from = same
+    dense = _dense_read_only(fn, call, cpu)
     if upcast and any(t.is_floating_point() for t in cpu):
-        up = [same_layout(t, torch.float64 if t.is_floating_point() else None) for t in cpu]
+        up = [same_layout(t, torch.float64 if t.is_floating_point() else None) for t in dense or cpu]
         values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
+    elif dense is not None and same is not None:
+        values = [v.clone() for v in call_op(fn, call, [same_layout(t) for t in dense], cpu_device)]
     else:
         values = same
     mags = None

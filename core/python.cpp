@@ -34,7 +34,7 @@ std::string envOr(const char* name, const std::string& fallback) {
 // would keep two states (the compile counter, the descriptor class).
 const char* kModules[] = {"flagprop_mocks", "flagprop.loader", "flagprop.observe", "flagprop.verdicts",
                           "flagprop.launch", "flagprop.real_launch", "flagprop.session", "flagprop.ops", "flagprop.hits", "flagprop.streams", "flagprop.timing", "flagprop.plots",
-                          "flagprop.checks"};
+                          "flagprop.checks", "flagprop.opinfo"};
 }  // namespace
 
 std::vector<std::string> pythonFolders() {

@@ -66,6 +66,7 @@ json toJson(const TensorLayout& t) {
             {"storage", t.storage}, {"how", t.how},     {"seed", t.seed},       {"values", t.values},
             {"specials", sp}};
   if (t.values == "index") j["high"] = t.high;
+  if (t.data) j["data"] = *t.data;
   return j;
 }
 
@@ -112,7 +113,7 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
 
 rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, const LayoutLimits& lim,
                              ValueSpec v) {
-  const bool allowExpand = v.expand && v.kind != "sorted";
+  const bool allowExpand = v.expand && v.kind != "sorted" && v.kind != "given";
   return rc::gen::exec([shapeIn, dtype, lim, v, allowExpand]() {
     TensorLayout t;
     t.dtype = dtype;
@@ -156,6 +157,7 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, co
     t.values = v.kind != "any" ? v.kind : floatingDtype(dtype) ? *weighted<std::string>({{3, "normal"}, {1, "grid"}})
                                                                : "normal";
     t.high = v.high;
+    if (v.kind == "given") t.data = v.data;
     // Special values would break a value constraint (positive, sorted, ...).
     const bool free = v.kind == "any" || v.kind == "normal" || v.kind == "grid";
     if (floatingDtype(dtype) && v.specials && free) {

@@ -13,6 +13,7 @@
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -33,10 +34,14 @@ struct TensorLayout {
   uint64_t seed = 0;              ///< values of the storage
   /// Value kind (flagprop.ops.make_storage): normal (N(0, 1); ints in
   /// [-8, 8]) | grid (multiples of 0.5 in [-4, 4]) | positive | nonzero |
-  /// unique | sorted (along the view's last dim) | index (ints in [0, high)).
+  /// unique | sorted (along the view's last dim) | index (ints in [0, high)) |
+  /// given (`data`, copied into the view: a valid sample's own values).
   std::string values = "normal";
   int64_t high = 0;               ///< index values: the exclusive upper bound
   std::vector<std::pair<int64_t, std::string>> specials;  ///< storage index -> nan | inf | -inf | -0 | subnormal
+  /// given values: the view's elements, flat in row-major order (numel()
+  /// numbers or bools); null otherwise. Shared: layouts are copied while shrinking.
+  std::shared_ptr<const json> data;
 
   bool contiguous() const;
   int64_t numel() const;
@@ -88,11 +93,12 @@ void showValue(const OpCase& v, std::ostream& os);
 /// and dtype.
 struct ValueSpec {
   /// "any": normal or grid (floats; weighted 3 : 1); else one value kind of
-  /// TensorLayout::values.
+  /// TensorLayout::values ("given" takes `data`, never expanded, no specials).
   std::string kind = "any";
   int64_t high = 0;       ///< index: values in [0, high)
   bool specials = true;   ///< may carry special values (where the limits allow; floats of kinds any, normal, grid only)
-  bool expand = true;     ///< may be expanded (stride 0); never for sorted values
+  bool expand = true;     ///< may be expanded (stride 0); never for sorted or given values
+  std::shared_ptr<const json> data;  ///< given: the values (see TensorLayout::data)
 };
 
 namespace gen {

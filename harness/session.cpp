@@ -196,6 +196,11 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
   return out;
 }
 
+json TargetSession::opinfoSamples(const std::string& name) {
+  py::gil_scoped_acquire gil;
+  return json::parse(pyImport("flagprop.opinfo").attr("samples")(name).cast<std::string>());
+}
+
 json TargetSession::setupOps(const std::vector<std::string>& opNames) {
   py::gil_scoped_acquire gil;
   try {

@@ -52,6 +52,13 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// counter. Returns setup's JSON. Throws ManifestError naming the target.
   json setupOps(const std::vector<std::string>& opNames);
 
+  /// The OpInfo bank's samples of ATen overload `name`
+  /// (flagprop.opinfo.samples: built on first use in a fresh interpreter,
+  /// then read from its cache file): {"samples": [...]} or {"samples": [],
+  /// "why": "..."} when there are none. Python errors propagate as
+  /// py::error_already_set.
+  json opinfoSamples(const std::string& name);
+
   /// Set once a case left the device unusable for this process (a sticky
   /// CUDA / HIP error such as an illegal memory access): what happened and
   /// in which run. Later device runs of the target report `error` with it.

@@ -3,11 +3,13 @@
 // cases from the same seed, so P6 judges the observations P5 made; P8
 // fast-path hits counts the op's LibEntry launches on the same cases.
 #include "catalog/catalog.h"
+#include "catalog/opinfo_sampler.h"
 #include "suites/registry.h"
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -75,7 +77,54 @@ struct OpRunState {
   std::unordered_map<std::string, json> memo;
   bool lost = false;
   bool stockLost = false;  // the stock path (the control), not the op, lost it: later cases are discards
+  // OpInfo's samples, once a run of these cases fell back to them: the
+  // entry (its sampler over the samples) and its cases; later runs start there.
+  std::shared_ptr<OpEntry> opinfoEntry;
+  std::optional<rc::Gen<Case>> opinfoCases;
 };
+
+// The fallback of an op run to OpInfo's valid samples of the overload
+// (flagprop.opinfo), shared through `state` by the runs of one op and dtype.
+PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, const std::string& dtype,
+                                     const gen::LayoutLimits& lim, std::shared_ptr<OpRunState> state) {
+  PropertyRun::Fallback f;
+  f.name = "opinfo";
+  f.describes = "OpInfo's samples";
+  TargetSession* sp = &s;
+  const OpEntry* e = &entry;
+  f.make = [sp, e, dtype, lim, state](std::string& why) -> std::optional<rc::Gen<Case>> {
+    if (state->opinfoCases) return state->opinfoCases;
+    json got;
+    try {
+      got = sp->opinfoSamples(e->name);
+    } catch (const py::error_already_set& ex) {
+      why = "the OpInfo bank failed: " + describe(ex);
+      return std::nullopt;
+    }
+    const json samples = got.value("samples", json::array());
+    if (samples.empty()) {
+      why = got.value("why", std::string("no OpInfo samples"));
+      return std::nullopt;
+    }
+    if (fittingSamples(samples, lim.maxElements) == 0) {
+      why = "none of OpInfo's " + std::to_string(samples.size()) + " samples fits within max_elements " +
+            std::to_string(lim.maxElements);
+      return std::nullopt;
+    }
+    auto entryCopy = std::make_shared<OpEntry>(*e);
+    try {
+      entryCopy->sample = opinfoSampler(std::make_shared<const json>(samples));
+    } catch (const std::exception& ex) {
+      why = ex.what();
+      return std::nullopt;
+    }
+    state->opinfoEntry = entryCopy;
+    state->opinfoCases = rc::gen::map(opCases(*entryCopy, dtype, lim), [](const OpCase& c) { return Case{toJson(c)}; });
+    return state->opinfoCases;
+  };
+  f.first = [state]() { return state->opinfoCases.has_value(); };
+  return f;
+}
 
 // Whether a message says the device context is gone for this process
 // (flagprop.verdicts.DEVICE_LOST reads the same list).
@@ -250,6 +299,7 @@ PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& ent
 PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                   const rc::Gen<Case>& cases, std::shared_ptr<OpRunState> state) {
   PropertyRun run = baseRun(s, def, entry, dtype, cases);
+  run.fallback = opinfoFallback(s, entry, dtype, limitsOf(s.target()), state);
   auto stats = std::make_shared<OpStats>();
   const std::string key = def.id + "/" + entry.name + "/" + dtype;
   TargetSession* sp = &s;

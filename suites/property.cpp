@@ -118,7 +118,7 @@ PropertyOutcome outcomeFor(const PropertyRun& run, const std::string& status, co
 
 std::vector<std::string> reproduceKeys(const std::string& s) {
   std::vector<std::string> keys;
-  for (const auto& kv : decodeReproduce(s)) keys.push_back(kv.first);
+  for (const auto& kv : decodeReproduce(s)) keys.push_back(kv.first.substr(0, kv.first.find('|')));
   return keys;
 }
 
@@ -133,7 +133,7 @@ struct Discards {
 
 // Fills `out` from RapidCheck's result.
 void record(PropertyOutcome& out, const rc::detail::TestResult& result, const LastFailure& last,
-            const Discards& discards) {
+            const Discards& discards, const std::string& id) {
   if (result.template is<rc::detail::SuccessResult>()) {
     const auto& s = result.template get<rc::detail::SuccessResult>();
     out.casesRun = s.numSuccess;
@@ -149,7 +149,7 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
     out.status = out.reason.rfind("harness error:", 0) == 0 ? "error" : "fail";
     out.counterexample = last.caseJson;
     for (const auto& [type, value] : f.counterExample) out.counterexampleShown += value;
-    out.reproduce = encodeReproduce(out.key(), f.reproduce);
+    out.reproduce = encodeReproduce(id, f.reproduce);
     if (last.evidence.is_object())
       for (auto it = last.evidence.begin(); it != last.evidence.end(); ++it) out.observations[it.key()] = it.value();
     if (!last.kinds.empty()) out.observations["kinds"] = last.kinds;  // what told it apart from other failures
@@ -184,7 +184,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     } catch (const std::exception& e) {
       return outcomeFor(run, "error", std::string("malformed reproduce string: ") + e.what());
     }
-    if (!replay.count(out.key())) {
+    if (!replay.count(out.key()) && !(run.fallback && replay.count(out.key() + "|" + run.fallback->name))) {
       out = outcomeFor(run, "skip", "not replayed: the reproduce string holds no counterexample for " + out.key());
       out.observations["replayed"] = false;
       return out;
@@ -199,12 +199,35 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   rc::detail::TestMetadata md;
   md.id = out.key();
   md.description = run.title;
+  rc::Gen<Case> generator = run.generator;
+  // Cases from the fallback: on a replay of its key, where another run of
+  // the same cases fell back, or (below) once the generator gives up.
+  std::string fallbackNote;
+  auto useFallback = [&](const std::string& because) {
+    std::string why;
+    auto g = run.fallback->make(why);
+    if (!g) {
+      fallbackNote = "; no fallback: " + why;
+      return false;
+    }
+    generator = *g;
+    md.id = out.key() + "|" + run.fallback->name;
+    out.observations["sampler"] = run.fallback->name;
+    fallbackNote = "; cases from " + run.fallback->describes + because;
+    return true;
+  };
+  if (run.fallback) {
+    const bool replayed = !opts.reproduce.empty() && replay.count(out.key() + "|" + run.fallback->name);
+    if ((replayed || (opts.reproduce.empty() && run.fallback->first && run.fallback->first())) &&
+        !useFallback(replayed ? "" : " (as in the other runs of these cases)") && replayed)
+      return outcomeFor(run, "error", "cannot replay: the string draws from " + run.fallback->describes + fallbackNote);
+  }
   LastFailure last;
   Discards discards;
   std::set<std::string> known;  // kinds of the failures already recorded
   int judged = 0;
   auto body = [&]() {
-    const Case c = *run.generator;
+    const Case c = *generator;
     if (opts.progress) opts.progress(judged++);
     if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
     if (!opts.inflightPath.empty()) overwriteFile(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
@@ -249,9 +272,21 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     }
   };
   rc::detail::TestListenerAdapter quiet;
-  const auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+  auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
   const uint64_t seed = params.seed;
-  record(out, result, last, discards);
+  if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() &&
+      md.id == out.key()) {
+    PropertyOutcome gaveUp = outcomeFor(run, "", "");
+    record(gaveUp, result, last, discards, md.id);
+    if (useFallback(" (the schema's samples gave up: " + gaveUp.reason.substr(0, 240) + ")")) {
+      out.observations["gave_up_first"] = {{"reason", gaveUp.reason}, {"discarded", discards.count}};
+      last = {};
+      discards = {};
+      result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+    }
+  }
+  record(out, result, last, discards, md.id);
+  out.reason += fallbackNote;
   out.observations["discarded"] = discards.count;
   // Distinct failures: search again with the kinds found so far counted as passes.
   json distinct = json::array();
@@ -262,7 +297,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     params.seed = params.seed * 6364136223846793005ull + 1442695040888963407ull;
     const auto again = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
     PropertyOutcome extra = outcomeFor(run, "", "");
-    record(extra, again, last, discards);
+    record(extra, again, last, discards, md.id);
     if (extra.status != "fail" || last.kinds.empty()) break;
     distinct.push_back({{"reason", extra.reason},
                         {"kinds", last.kinds},

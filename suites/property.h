@@ -88,6 +88,23 @@ struct PropertyRun {
   /// case before the run gives up (a health skip). Schema-derived entries
   /// take more: the schema does not say which ranks an op accepts.
   int maxDiscardRatio = 2;
+  /// A second source of cases for when `generator` gives up (a health skip:
+  /// the reference rejected too many samples), e.g. OpInfo's valid samples
+  /// where the schema cannot say what a valid input is.
+  struct Fallback {
+    /// Names the source in the report ("opinfo") and in the reproduce
+    /// string's run key ("P5/mm/float32|opinfo"), so that a replay draws
+    /// from the same source.
+    std::string name;
+    /// How the report says where the cases came from ("OpInfo's samples").
+    std::string describes;
+    /// The generator, or nullopt with `why` set (one line) when there is none.
+    std::function<std::optional<rc::Gen<Case>>(std::string& why)> make;
+    /// Whether to start with it: another run of the same cases (P5 before
+    /// P6) already fell back; may be empty (never).
+    std::function<bool()> first;
+  };
+  std::optional<Fallback> fallback;
 };
 
 /// Thrown by a judge to fail a case without replacing the recorded
@@ -110,8 +127,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts);
 /// An outcome for `run` without running it.
 PropertyOutcome outcomeFor(const PropertyRun& run, const std::string& status, const std::string& reason);
 
-/// The run keys a RapidCheck reproduce string holds ("P1", "P5/op/dtype");
-/// throws std::invalid_argument (one line) when it is not a reproduce string.
+/// The run keys a RapidCheck reproduce string holds ("P1", "P5/op/dtype";
+/// a fallback's "|name" left out); throws std::invalid_argument (one line) when it is not a reproduce string.
 std::vector<std::string> reproduceKeys(const std::string& s);
 
 }  // namespace flagprop

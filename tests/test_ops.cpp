@@ -2,6 +2,7 @@
 // seed case and of every layout kind, the palette, and the teeth of P5 and
 // P6 (each op mutant caught by the property meant for it, the well-behaved
 // ops passing both).
+#include "catalog/opinfo_sampler.h"
 #include "catalog/schema_ops.h"
 #include "core/files.h"
 #include "core/tensor_bridge.h"
@@ -265,6 +266,88 @@ TEST(OpTeeth, P6JudgesInPlaceAndViewOpsAsATenAliasesThem) {
 // A fault planted on a storage offset, with 15 of 16 calls from a layout
 // palette: the counterexample shrinks to a minimal layout (one element or a
 // 0-d view at offset 1), not to the palette's shape.
+// A recorded OpInfo sample keeps its shapes, its arguments and the values
+// it must keep (an index, a given factor); the sample index shrinks to the
+// smallest; a malformed sample is refused.
+TEST(OpInfo, SamplerKeepsShapesArgumentsAndGivenValues) {
+  const json samples = json::parse(R"([
+    {"tensors": [{"shape": [2, 3], "dtype": "run"}, {"shape": [2], "dtype": "int64", "data": [2, 0]}],
+     "args": [{"tensor": 0}, {"tensor": 1}], "kwargs": {"reduction": 1}},
+    {"tensors": [{"shape": [4, 5], "dtype": "run", "data": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19]}],
+     "args": [{"tensor": 0}, 3], "kwargs": {}}])");
+  const Sampler s = opinfoSampler(std::make_shared<const json>(samples));
+  gen::LayoutLimits lim;
+  lim.maxElements = 4096;
+  rc::Random random(11);
+  std::set<std::vector<int64_t>> shapes;
+  for (int i = 0; i < 60; ++i) {
+    const auto shrinkable = s({"float16", lim})(random.split(), rc::kNominalSize);
+    const OpCall c = shrinkable.value();
+    ASSERT_FALSE(c.tensors.empty());
+    shapes.insert(c.tensors[0].shape);
+    EXPECT_EQ(c.tensors[0].dtype, "float16") << "a run tensor is in the run's dtype";
+    if (c.tensors.size() == 2) {
+      EXPECT_EQ(c.args, json::array({{{"tensor", 0}}, {{"tensor", 1}}}));
+      EXPECT_EQ(c.kwargs, json({{"reduction", 1}}));
+      EXPECT_EQ(c.tensors[1].dtype, "int64");
+      EXPECT_EQ(c.tensors[1].values, "given");
+      ASSERT_TRUE(c.tensors[1].data);
+      EXPECT_EQ(*c.tensors[1].data, json::array({2, 0}));
+    } else {
+      EXPECT_EQ(c.tensors[0].values, "given") << "values the op needs are kept";
+      EXPECT_EQ(c.args.at(1), 3);
+      // Shrinking the sample index reaches the smallest sample.
+      bool toSmallest = false;
+      auto seq = shrinkable.shrinks();
+      while (const auto next = seq.next()) toSmallest |= next->value().tensors.size() == 2;
+      EXPECT_TRUE(toSmallest);
+    }
+  }
+  EXPECT_EQ(shapes, (std::set<std::vector<int64_t>>{{2, 3}, {4, 5}}));
+  lim.maxElements = 10;
+  EXPECT_EQ(fittingSamples(samples, lim.maxElements), 1u);
+  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(json::parse(
+                   R"([{"tensors": [{"shape": [2], "dtype": "int64"}], "args": []}])"))),
+               std::invalid_argument)
+      << "an index without its values";
+  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(json::parse(
+                   R"([{"tensors": [{"shape": [2], "dtype": "run", "data": [1]}], "args": []}])"))),
+               std::invalid_argument)
+      << "data that does not match the shape";
+}
+
+// Given values reach the built tensor through any layout flagprop picks.
+TEST(OpInfo, GivenValuesHoldThroughThePermutedSlicedLayout) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+from flagprop import ops
+layout = {"storage": 40, "dtype": "float32", "seed": 9, "values": "given", "specials": [],
+          "shape": [2, 3], "strides": [1, 8], "offset": 5, "data": [1, 2, 3, 4, 5, 6]}
+t = ops.build_cpu({"tensors": [layout], "args": []})[0]
+ok = t.tolist() == [[1, 2, 3], [4, 5, 6]] and t.stride() == (1, 8) and t.storage_offset() == 5
+)", scope);
+  EXPECT_TRUE(scope["ok"].cast<bool>());
+}
+
+// mm: the schema's samples are two tensors of any ranks, which CPU ATen
+// rejects nearly always; the run falls back to OpInfo's samples and judges
+// it, and a dropped term is caught on them.
+TEST(OpTeeth, OpInfoSamplesFeedAnOpTheSchemaCannot) {
+  for (const char* p : {"P5", "P6"}) {
+    const auto o = runOp("ops-opinfo-mm", p, "mm", "float32", 30);
+    EXPECT_EQ(o.status, "pass") << p << ": " << o.reason;
+    EXPECT_EQ(o.casesRun, 30) << p;
+    EXPECT_EQ(o.observations.value("sampler", ""), "opinfo") << p << ": " << o.observations.dump();
+    EXPECT_NE(o.reason.find("OpInfo's samples"), std::string::npos) << o.reason;
+  }
+  const auto o = runOp("ops-opinfo-mm-drops-term", "P5", "mm", "float32", 30);
+  ASSERT_EQ(o.status, "fail") << o.reason;
+  const auto& t = o.counterexample.at("calls").at(0).at("tensors");
+  EXPECT_EQ(t.at(0).at("shape").at(1), t.at(1).at("shape").at(0)) << "a valid mm call: " << t.dump();
+  EXPECT_GT(t.at(0).at("shape").at(1).get<int>(), 1) << "the inner size the fault needs";
+}
+
 TEST(OpTeeth, APaletteCallShrinksLikeAFreeOne) {
   for (const char* dtype : {"float32", "bfloat16"}) {
     const auto o = test::runFixtureOp("ops-ignores-offset-palette", "P5", "tanh", dtype, 100);

@@ -99,7 +99,8 @@ def make_storage(layout):
     integers +-(1..8)), ``unique`` (a permutation of a grid: distinct where
     the dtype represents them), ``index`` (integers in [0, ``high``)),
     ``sorted`` (normal values, sorted along the view's last dim by
-    ``build_cpu``). Bools are fair coin flips."""
+    ``build_cpu``), ``given`` (the layout's ``data``, copied into the view by
+    ``build_cpu``; the storage around it normal). Bools are fair coin flips."""
     n = int(layout["storage"])
     dtype = dtype_of(layout["dtype"])
     g = torch.Generator().manual_seed(int(layout["seed"]))
@@ -115,6 +116,20 @@ def make_storage(layout):
     return base
 
 
+def _given(layout, dtype):
+    """The ``data`` of a layout of value kind ``given`` (a valid sample's own
+    values, flat in row-major order) as a contiguous tensor of its shape:
+    bools as bools, integers through int64, floats through float64."""
+    data = layout["data"]
+    if dtype == torch.bool:
+        src = torch.tensor(data, dtype=torch.bool)
+    elif dtype.is_floating_point:
+        src = torch.tensor(data, dtype=torch.float64)
+    else:
+        src = torch.tensor(data, dtype=torch.int64)
+    return src.reshape(layout["shape"]).to(dtype)
+
+
 def view_of(base, layout):
     """``base`` viewed as ``layout`` says (shape, strides, storage offset)."""
     return base.as_strided(layout["shape"], layout["strides"], layout["offset"])
@@ -127,6 +142,8 @@ def build_cpu(call):
         t = view_of(make_storage(layout), layout)
         if layout.get("values") == "sorted" and t.dim() > 0 and t.numel() > 0:
             t.copy_(t.sort(dim=-1).values)
+        if layout.get("values") == "given":
+            t.copy_(_given(layout, t.dtype))
         out.append(t)
     return out
 
@@ -150,7 +167,9 @@ def device_inputs(call, cpu, device, storages=None):
 def resolve(value, tensors, outs=None, device=None):
     """``value`` with its placeholders replaced: ``{"tensor": i}`` by
     ``tensors[i]``, ``{"$out": j}`` by ``outs[j]`` (an out= tensor),
-    ``{"$dtype": name}`` by that torch dtype and ``{"$device": true}`` by
+    ``{"$dtype": name}`` by that torch dtype, ``{"$memory_format": name}``
+    and ``{"$layout": name}`` by that torch memory format or layout
+    (``contiguous_format``, ``strided``) and ``{"$device": true}`` by
     ``device`` (a factory's device). Keyword arguments are resolved one by
     one (``resolve_kwargs``), so an argument's name is never taken for a
     placeholder."""
@@ -164,6 +183,8 @@ def resolve(value, tensors, outs=None, device=None):
             return dtype_of(v)
         if key == "$device":
             return device
+        if key in ("$memory_format", "$layout"):
+            return _torch_constant(key, v)
     if isinstance(value, list):
         return [resolve(v, tensors, outs, device) for v in value]
     if isinstance(value, dict):
@@ -176,15 +197,31 @@ def resolve_kwargs(kwargs, tensors, outs=None, device=None):
     return {k: resolve(v, tensors, outs, device) for k, v in kwargs.items()}
 
 
-def _placeholders(value, key):
-    """How many ``{key: ...}`` placeholders ``value`` holds."""
+def _torch_constant(key, name):
+    """torch.<name> where it is a memory format ($memory_format) or a
+    layout ($layout); ValueError otherwise."""
+    value = getattr(torch, str(name), None)
+    kind = torch.memory_format if key == "$memory_format" else torch.layout
+    if not isinstance(value, kind):
+        raise ValueError("%s: torch has no %s called %r" % (key, kind.__name__, name))
+    return value
+
+
+def _placeholder_values(value, key):
+    """The values of the ``{key: ...}`` placeholders ``value`` holds, in
+    order (nested dicts and lists walked)."""
     if isinstance(value, dict):
         if len(value) == 1 and key in value:
-            return 1
-        return sum(_placeholders(v, key) for v in value.values())
+            return [value[key]]
+        return [i for v in value.values() for i in _placeholder_values(v, key)]
     if isinstance(value, list):
-        return sum(_placeholders(v, key) for v in value)
-    return 0
+        return [i for v in value for i in _placeholder_values(v, key)]
+    return []
+
+
+def _placeholders(value, key):
+    """How many ``{key: ...}`` placeholders ``value`` holds."""
+    return len(_placeholder_values(value, key))
 
 
 def _is_out(arg):
@@ -349,18 +386,8 @@ def _written(fn, call):
         if info is None or not info.is_write:
             continue
         value = kwargs.get(a.name) if a.kwarg_only or j >= len(args) else args[j]
-        out.update(_tensor_indices(value))
+        out.update(_placeholder_values(value, "tensor"))
     return out
-
-
-def _tensor_indices(value):
-    if isinstance(value, dict):
-        if len(value) == 1 and "tensor" in value:
-            return [value["tensor"]]
-        return [i for v in value.values() for i in _tensor_indices(v)]
-    if isinstance(value, list):
-        return [i for v in value for i in _tensor_indices(v)]
-    return []
 
 
 def _dense_read_only(fn, call, cpu):

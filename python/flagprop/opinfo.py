@@ -1,0 +1,437 @@
+"""Valid sample inputs for ATen overloads, recorded from PyTorch's OpInfo.
+
+The schema says an argument's type, not what a valid value is: it cannot say
+that ``mm`` takes two matrices whose inner sizes agree or that ``nll_loss``
+takes class indices below the number of classes. PyTorch's OpInfo database
+(``torch.testing._internal.common_methods_invocations.op_db``, each entry's
+``sample_inputs(device, dtype, requires_grad)``) holds valid samples for
+most public ops; out-of-tree backends test against it. This module turns it
+into a *bank*: per ATen overload, the calls that running every float32 sample
+forward (and backward, where the op supports autograd) on the CPU makes,
+recorded at the dispatcher (``TorchDispatchMode``), so composite ops reach
+the overloads a backend registers (``linear`` -> ``addmm``, ``nll_loss`` ->
+``nll_loss_forward`` and ``nll_loss_backward``).
+
+A bank sample is ``{"tensors": [...], "args": [...], "kwargs": {...}}`` with
+``{"tensor": i}`` placeholders as in ``flagprop.ops``; each tensor is
+``{"shape": [...], "dtype": D}`` where ``D`` is ``"run"`` for a tensor of the
+sample's own dtype (float32: flagprop runs it in the run's dtype and draws
+its values) or the recorded dtype (an int64 index, a bool mask), which
+keeps its recorded values in ``"data"`` (flat, row-major). A run-dtype tensor
+carries ``"data"`` too where the op rejected the same call with fresh
+normal values (a Cholesky factor's positive-definite input): flagprop then
+takes those values (``"given"``) instead of drawing them. Samples are sorted
+by their total elements, smallest first, so that shrinking the sample index
+shrinks the input. The C++ sampler (catalog/opinfo_sampler.cpp) lays every
+tensor out its own way (permuted, sliced, storage offset).
+
+The bank is built once per torch version and source of this module, in a
+fresh interpreter of the target's Python (``python3 -m flagprop.opinfo
+--write PATH``; importing the test database changes global state such as
+``torch.backends`` flags, which the process under test must not see), and
+kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
+(default ``~/.cache/flagprop``). Building takes about 10 s on one core.
+"""
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import warnings
+
+FORMAT = 1
+MAX_PER_OVERLOAD = 24     # samples kept per overload
+MAX_PER_OPINFO = 16       # samples taken from one OpInfo entry
+MAX_ELEMENTS = 1 << 16    # elements of one recorded tensor
+MAX_DATA = 4096           # elements of one tensor whose values are kept
+BUILD_TIMEOUT_S = 600
+
+_LOADED = {}
+
+
+class _Unencodable(Exception):
+    """A value a bank sample cannot hold (a Generator, a complex scalar, a
+    non-finite float, a sparse or complex tensor)."""
+
+
+def _stub_expecttest():
+    """PyTorch's test utilities import ``expecttest``, which only their own
+    expect-file tests use; where it is not installed (Debian packages no
+    module for it), a stub with the two names they read stands in."""
+    try:
+        import expecttest  # noqa: F401
+    except ImportError:
+        import unittest
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase
+        stub.ACCEPT = False
+        sys.modules["expecttest"] = stub
+
+
+def overload_name(func):
+    """``torch.ops.aten.mm.default`` -> ``mm``; ``add.Tensor`` -> ``add.Tensor``;
+    None for an op outside the ``aten`` namespace."""
+    schema = func._schema
+    ns, _, name = schema.name.partition("::")
+    if ns != "aten":
+        return None
+    return name + ("." + schema.overload_name if schema.overload_name else "")
+
+
+def _encode(value, tensors, torch):
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return {"tensor": len(tensors) - 1}
+    if isinstance(value, (list, tuple, torch.Size)):
+        return [_encode(v, tensors, torch) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Unencodable("non-finite float")
+        return value
+    if isinstance(value, torch.dtype):
+        return {"$dtype": str(value).replace("torch.", "")}
+    if isinstance(value, torch.device):
+        return {"$device": True}
+    if isinstance(value, torch.memory_format):
+        return {"$memory_format": str(value).replace("torch.", "")}
+    if isinstance(value, torch.layout):
+        return {"$layout": str(value).replace("torch.", "")}
+    raise _Unencodable(type(value).__name__)
+
+
+def _data(t):
+    if t.numel() > MAX_DATA:
+        raise _Unencodable("too many elements to keep")
+    values = t.detach().reshape(-1).tolist()
+    if t.dtype.is_floating_point and not all(math.isfinite(v) for v in values):
+        raise _Unencodable("non-finite data")
+    return values
+
+
+def _encode_tensor(t, run_dtype, torch):
+    if t.layout != torch.strided or t.is_complex() or t.is_quantized or t.numel() > MAX_ELEMENTS:
+        raise _Unencodable("tensor kind")
+    if t.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
+                       torch.int16, torch.int32, torch.int64, torch.bool):
+        raise _Unencodable("dtype")
+    out = {"shape": list(t.shape)}
+    if t.dtype == run_dtype:
+        out["dtype"] = "run"
+    else:
+        out["dtype"] = str(t.dtype).replace("torch.", "")
+        out["data"] = _data(t)
+    return out
+
+
+def _size(sample):
+    total = 0
+    for t in sample["tensors"]:
+        n = 1
+        for s in t["shape"]:
+            n *= s
+        total += n
+    return total
+
+
+def _structure(sample):
+    """A sample without its values: two samples that differ only in values
+    are one."""
+    return json.dumps([[t["shape"], t["dtype"]] for t in sample["tensors"]] + [sample["args"], sample["kwargs"]],
+                      sort_keys=True)
+
+
+def _fresh_values(torch, tensors, run_dtype, gen):
+    out = []
+    for t in tensors:
+        if t.dtype == run_dtype:
+            out.append(torch.randn(t.shape, generator=gen, dtype=run_dtype))
+        else:
+            out.append(t.detach().clone())
+    return out
+
+
+def _rebuild(torch, value, tensors):
+    if isinstance(value, dict) and len(value) == 1 and "tensor" in value:
+        return tensors[value["tensor"]]
+    if isinstance(value, list):
+        return [_rebuild(torch, v, tensors) for v in value]
+    return value
+
+
+def _needs_given_values(torch, func, sample, tensors, run_dtype):
+    """Whether ``func`` rejects ``sample`` with fresh normal values in its
+    run-dtype tensors (their recorded values are then kept)."""
+    if not any(t["dtype"] == "run" for t in sample["tensors"]):
+        return False
+    gen = torch.Generator().manual_seed(0)
+    fresh = _fresh_values(torch, tensors, run_dtype, gen)
+    args = _rebuild(torch, sample["args"], fresh)
+    kwargs = {k: _rebuild(torch, v, fresh) for k, v in sample["kwargs"].items()}
+    try:
+        func(*args, **kwargs)
+    except Exception:
+        return True
+    return False
+
+
+class _Bank:
+    """The samples seen so far, per overload, deduplicated by structure."""
+
+    def __init__(self, torch, run_dtype):
+        self.torch = torch
+        self.run_dtype = run_dtype
+        self.ops = {}
+        self.seen = set()
+
+    def record(self, func, args, kwargs):
+        name = overload_name(func)
+        if name is None or len(self.ops.get(name, ())) >= 4 * MAX_PER_OVERLOAD:
+            return
+        torch = self.torch
+        tensors = []
+        try:
+            sample = {"args": _encode(list(args), tensors, torch),
+                      "kwargs": {k: _encode(v, tensors, torch) for k, v in kwargs.items()}}
+            sample["tensors"] = [_encode_tensor(t, self.run_dtype, torch) for t in tensors]
+        except _Unencodable:
+            return
+        key = name + _structure(sample)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        try:
+            if _needs_given_values(torch, func, sample, tensors, self.run_dtype):
+                for t, enc in zip(tensors, sample["tensors"]):
+                    if enc["dtype"] == "run":
+                        enc["data"] = _data(t)
+        except _Unencodable:
+            return
+        self.ops.setdefault(name, []).append(sample)
+
+    def result(self):
+        out = {}
+        for name, samples in sorted(self.ops.items()):
+            samples = sorted(samples, key=_size)
+            if len(samples) > MAX_PER_OVERLOAD:  # evenly spread, the smallest and the largest kept
+                step = (len(samples) - 1) / (MAX_PER_OVERLOAD - 1)
+                samples = [samples[round(i * step)] for i in range(MAX_PER_OVERLOAD)]
+            out[name] = samples
+        return out
+
+
+def _tensors_of(value, torch):
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors_of(v, torch)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_of(v, torch)]
+    return []
+
+
+def build():
+    """Runs every OpInfo entry's float32 CPU samples (forward, then backward
+    where the entry supports autograd) under a recording dispatch mode and
+    returns the bank: {"format", "torch", "source", "opinfos", "seconds",
+    "ops": {overload: [sample, ...]}}. Must run in a process of its own
+    (see the module's docstring)."""
+    _stub_expecttest()
+    t0 = time.time()
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    bank = _Bank(torch, torch.float32)
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            bank.record(func, args, kwargs)
+            return func(*args, **kwargs)
+
+    used = 0
+    warnings.simplefilter("ignore")
+    for info in op_db:
+        try:
+            if torch.float32 not in info.supported_dtypes("cpu"):
+                continue
+            grad = bool(getattr(info, "supports_autograd", False))
+            samples = info.sample_inputs("cpu", torch.float32, requires_grad=grad)
+            used += 1
+            for k, s in enumerate(samples):
+                if k >= MAX_PER_OPINFO:
+                    break
+                _run_sample(torch, Recorder, info, s, grad)
+        except Exception:
+            continue
+    return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
+            "seconds": round(time.time() - t0, 1), "ops": bank.result()}
+
+
+def _run_sample(torch, recorder, info, s, grad):
+    try:
+        with recorder():
+            out = info.op(s.input, *s.args, **s.kwargs)
+        if not grad:
+            return
+        outs = [o for o in _tensors_of(out, torch) if o.requires_grad and o.dtype.is_floating_point]
+        ins = [t for t in _tensors_of([s.input, list(s.args), s.kwargs], torch) if t.requires_grad]
+        if not outs or not ins:
+            return
+        g = torch.Generator().manual_seed(0)
+        grads = [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs]
+        with recorder():
+            torch.autograd.grad(outs, ins, grads, allow_unused=True)
+    except Exception:
+        return
+
+
+def _source_hash():
+    with open(__file__, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def bank_path(torch_version):
+    """Where the bank for ``torch_version`` and this module's source is kept."""
+    explicit = os.environ.get("FLAGPROP_OPINFO_BANK")
+    if explicit:
+        return explicit
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "flagprop", "opinfo-%s-f%d-%s.json" % (torch_version, FORMAT, _source_hash()))
+
+
+def python_executable():
+    """The Python interpreter of this process (an embedded interpreter's
+    ``sys.executable`` may be the embedding program): the first of
+    ``sys.executable``, ``sys._base_executable`` and ``python3`` in
+    ``sys.exec_prefix/bin`` that is a Python."""
+    candidates = [sys.executable, getattr(sys, "_base_executable", ""),
+                  os.path.join(sys.exec_prefix, "bin", "python3"),
+                  os.path.join(sys.exec_prefix, "bin", "python%d.%d" % sys.version_info[:2])]
+    for c in candidates:
+        if c and os.path.basename(c).startswith("python") and os.access(c, os.X_OK):
+            return c
+    raise RuntimeError("no Python interpreter found for this process (tried %s)" % ", ".join(filter(None, candidates)))
+
+
+def _write_atomically(path, bank):
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".opinfo-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(bank, f, separators=(",", ":"))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load():
+    """The bank for this process's torch: read from ``bank_path``, or built
+    there first in a fresh interpreter (one build at a time: concurrent runs
+    wait on a lock file and then read it). Raises RuntimeError (one line)
+    when the build fails or the file is not a bank."""
+    import fcntl
+    import torch
+    path = bank_path(torch.__version__)
+    if path in _LOADED:
+        return _LOADED[path]
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not os.path.exists(path):
+                _build_in_child(path)
+    try:
+        with open(path) as f:
+            bank = json.load(f)
+    except (OSError, ValueError) as e:
+        raise RuntimeError("the OpInfo bank %s cannot be read: %s" % (path, e)) from None
+    if not isinstance(bank, dict) or bank.get("format") != FORMAT or not isinstance(bank.get("ops"), dict):
+        raise RuntimeError("%s is not an OpInfo bank of format %d (delete it to rebuild)" % (path, FORMAT))
+    _LOADED[path] = bank
+    return bank
+
+
+def _build_in_child(path):
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmd = [python_executable(), "-m", "flagprop.opinfo", "--write", path]
+    try:
+        p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("building the OpInfo bank took over %d s" % BUILD_TIMEOUT_S) from None
+    if p.returncode != 0 or not os.path.exists(path):
+        tail = p.stdout.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError("building the OpInfo bank failed (exit %d): %s" % (p.returncode, tail[0][:300]))
+
+
+def samples(name):
+    """The bank's samples of ATen overload ``name`` (as torch.ops spells it:
+    ``mm``, ``nll_loss_forward``, ``add.Tensor``), smallest first, as JSON
+    text (the C++ sampler parses it): ``{"samples": [...]}`` or
+    ``{"samples": [], "why": "..."}`` when there are none."""
+    try:
+        bank = load()
+    except RuntimeError as e:
+        return json.dumps({"samples": [], "why": str(e)})
+    found = bank["ops"].get(name) or _sibling_samples(bank, name)
+    if not found:
+        return json.dumps({"samples": [], "why": "OpInfo's samples (torch %s, %d entries) reach no call of %s"
+                           % (bank.get("torch"), bank.get("opinfos", 0), name)})
+    return json.dumps({"samples": found, "torch": bank.get("torch")})
+
+
+def _sibling_samples(bank, name):
+    """Samples for an out= or in-place overload that OpInfo's samples do not
+    call themselves, from its functional sibling: ``add.out`` takes
+    ``add.Tensor``'s with each out= argument a fresh tensor (``{"$out": k}``),
+    ``add_.Tensor`` takes ``add.Tensor``'s as they are (the reference rejects
+    those whose self cannot hold the result). [] when there is none."""
+    from . import ops
+    try:
+        fn = ops.aten_op(name)
+    except Exception:
+        return []
+    schema = fn._schema
+    outs = [a.name for a in schema.arguments if ops._is_out(a)]
+    if outs:
+        sibling = ops.functional_sibling(fn)
+        found = bank["ops"].get(overload_name(sibling), []) if sibling is not None else []
+        return [dict(s, kwargs=dict(s.get("kwargs", {}), **{n: {"$out": k} for k, n in enumerate(outs)}))
+                for s in found]
+    base, _, overload = name.partition(".")
+    if base.endswith("_") and not base.startswith("_"):
+        functional = base[:-1] + ("." + overload if overload else "")
+        try:
+            other = ops.aten_op(functional)._schema
+        except Exception:
+            return []
+        if [a.name for a in other.arguments] == [a.name for a in schema.arguments]:
+            return bank["ops"].get(functional, [])
+    return []
+
+
+def main(argv):
+    if len(argv) != 2 or argv[0] != "--write":
+        sys.stderr.write("usage: python3 -m flagprop.opinfo --write PATH\n")
+        return 2
+    _write_atomically(argv[1], build())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -158,8 +158,17 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   std::set<std::string> done;
   std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
+  std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
   for (const auto& r : before.value("results", json::array())) {
     if (r.value("key", std::string()) == "process") continue;
+    const json obs = r.value("observations", json::object());
+    if (obs.value("crash_in", std::string()) == "reference" && !obs.contains("sampler") &&
+        !obs.contains("retried_after")) {
+      // CPU ATen died on a schema sample: the op's runs go again from the
+      // fallback's valid samples (a second crash there is kept).
+      retry[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = obs.value("crash", std::string());
+      continue;
+    }
     doc["results"].push_back(r);
     done.insert(r.value("key", std::string()));
     if (r.contains("observations") && r["observations"].contains("crash"))
@@ -168,6 +177,15 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
   std::vector<PropertyRun> left;
   for (auto& run : runs) {
     if (done.count(runKey(run))) continue;
+    const auto again = retry.find(run.op + "/" + run.dtype);
+    if (again != retry.end() && run.fallback) {
+      const std::string why = again->second;
+      run.fallback->first = []() { return true; };
+      run.fallback->firstBecause = " (CPU ATen ended the process on a schema sample: " + why + ")";
+      run.fallback->retriedAfter = why;
+      left.push_back(std::move(run));
+      continue;
+    }
     const auto c = crashed.find(run.op + "/" + run.dtype);
     if (c != crashed.end() && run.checkKind == "op") {
       json r = c->second;
@@ -218,6 +236,7 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
   o.counterexample = inflight.value("case", json());
   o.checkKind = def->checkKind;
   o.observations = {{"crash", why}};
+  if (inflight.contains("sampler")) o.observations["sampler"] = inflight.at("sampler");
   return o;
 }
 

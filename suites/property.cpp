@@ -219,8 +219,18 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (run.fallback) {
     const bool replayed = !opts.reproduce.empty() && replay.count(out.key() + "|" + run.fallback->name);
     if ((replayed || (opts.reproduce.empty() && run.fallback->first && run.fallback->first())) &&
-        !useFallback(replayed ? "" : " (as in the other runs of these cases)") && replayed)
+        !useFallback(replayed                                ? ""
+                     : !run.fallback->firstBecause.empty() ? run.fallback->firstBecause
+                                                           : " (as in the other runs of these cases)") &&
+        replayed)
       return outcomeFor(run, "error", "cannot replay: the string draws from " + run.fallback->describes + fallbackNote);
+    if (!run.fallback->retriedAfter.empty() && md.id == out.key()) {  // the schema's samples would crash it again
+      out = outcomeFor(run, "skip", "health: CPU ATen (the reference) ended the process (" + run.fallback->retriedAfter +
+                                        ") on a generated case; the op was not judged" + fallbackNote);
+      out.observations["crash_in"] = "reference";
+      out.observations["retried_after"] = run.fallback->retriedAfter;
+      return out;
+    }
   }
   LastFailure last;
   Discards discards;
@@ -230,7 +240,11 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     const Case c = *generator;
     if (opts.progress) opts.progress(judged++);
     if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
-    if (!opts.inflightPath.empty()) overwriteFile(opts.inflightPath, json{{"key", out.key()}, {"case", c.value}}.dump());
+    if (!opts.inflightPath.empty()) {
+      json fly = {{"key", out.key()}, {"case", c.value}};
+      if (md.id != out.key()) fly["sampler"] = md.id.substr(md.id.find('|') + 1);
+      overwriteFile(opts.inflightPath, fly.dump());
+    }
     // Emptied when the case ends however it ends (RC_FAIL throws): a crash
     // or a stall between cases is never put on the last case.
     struct Landed {
@@ -287,6 +301,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   }
   record(out, result, last, discards, md.id);
   out.reason += fallbackNote;
+  if (run.fallback && !run.fallback->retriedAfter.empty()) out.observations["retried_after"] = run.fallback->retriedAfter;
   out.observations["discarded"] = discards.count;
   // Distinct failures: search again with the kinds found so far counted as passes.
   json distinct = json::array();

@@ -103,6 +103,12 @@ struct PropertyRun {
     /// Whether to start with it: another run of the same cases (P5 before
     /// P6) already fell back; may be empty (never).
     std::function<bool()> first;
+    /// Why it starts there, when not because another run fell back (the
+    /// report's note); empty: "as in the other runs of these cases".
+    std::string firstBecause;
+    /// Set when the run is a second try after CPU ATen ended the process
+    /// on a schema sample (the crash, one line; observations["retried_after"]).
+    std::string retriedAfter;
   };
   std::optional<Fallback> fallback;
 };

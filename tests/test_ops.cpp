@@ -598,8 +598,8 @@ ok_bounds = (abs(red - g(1024)) < 1e-18, abs(scan - g(300)) < 1e-18, abs(schema 
 layout = {"dtype": "float32", "shape": [4, 6], "strides": [6, 1], "offset": 0, "storage": 24, "seed": 3, "values": "normal"}
 one = {"tensors": [layout], "args": [{"tensor": 0}], "kwargs": {}}
 two = {"tensors": [layout, dict(layout, seed=4)], "args": [{"tensor": 0}, {"tensor": 1}], "kwargs": {}}
-summed, _ = ops.reference("sum.default", one, ops.build_cpu(one), True, False, "if_reducing")
-added, _ = ops.reference("add.Tensor", two, ops.build_cpu(two), True, False, "if_reducing")
+summed, _, _ = ops.reference("sum.default", one, ops.build_cpu(one), True, False, "if_reducing")
+added, _, _ = ops.reference("add.Tensor", two, ops.build_cpu(two), True, False, "if_reducing")
 x = ops.build_cpu(one)[0].double()
 ok_refs = ("magnitude" in summed[0] and abs(float(summed[0]["magnitude"]) - float(x.abs().sum())) < 1e-9,
            "magnitude" not in added[0])
@@ -623,8 +623,8 @@ layout = {"dtype": "int32", "shape": [3, 2, 1], "strides": [1, 0, 1], "offset": 
 call = {"tensors": [layout], "args": [{"tensor": 0}, 1, True], "kwargs": {}}
 x = ops.build_cpu(call)[0]
 want = torch.ops.aten.median.dim(x.contiguous(), 1, True)[0]
-exact, _ = ops.reference("median.dim", call, ops.build_cpu(call), False)
-upcast, _ = ops.reference("median.dim", call, ops.build_cpu(call), True)
+exact, _, _ = ops.reference("median.dim", call, ops.build_cpu(call), False)
+upcast, _, _ = ops.reference("median.dim", call, ops.build_cpu(call), True)
 ok_dense = (torch.equal(exact[0]["values"], want), torch.equal(upcast[0]["values"], want))
 inplace = {"tensors": [dict(layout, dtype="float32")], "args": [{"tensor": 0}], "kwargs": {}}
 try:

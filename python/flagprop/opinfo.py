@@ -50,6 +50,7 @@ MAX_PER_OPINFO = 16       # samples taken from one OpInfo entry
 MAX_ELEMENTS = 1 << 16    # elements of one recorded tensor
 MAX_DATA = 4096           # elements of one tensor whose values are kept
 BUILD_TIMEOUT_S = 600
+ENTRIES_PER_CHILD = 40    # OpInfo entries run in one forked child
 
 _LOADED = {}
 
@@ -192,8 +193,13 @@ class _Bank:
         self.ops = {}
         self.seen = set()
 
-    def record(self, func, args, kwargs):
+    def record(self, func, args, kwargs, verified=True):
+        """Keeps the call ``func(*args, **kwargs)`` (made with these values,
+        which CPU ATen accepted) unless its overload has enough samples or
+        one of the same structure, or a value cannot be encoded."""
         name = overload_name(func)
+        if not verified:
+            return
         if name is None or len(self.ops.get(name, ())) >= 4 * MAX_PER_OVERLOAD:
             return
         torch = self.torch
@@ -216,6 +222,40 @@ class _Bank:
         except _Unencodable:
             return
         self.ops.setdefault(name, []).append(sample)
+        self._try_inplace(func, sample, tensors)
+
+    def _try_inplace(self, func, sample, tensors):
+        """Records the same call of ``func``'s in-place variant (``addmm`` ->
+        ``addmm_``) where it takes the same arguments and CPU ATen accepts
+        it on copies of the tensors (self must hold the result: no
+        broadcast self)."""
+        schema = func._schema
+        base, overload = schema.name.partition("::")[2], schema.overload_name
+        if base.endswith("_") or base.startswith("_"):
+            return
+        packet = getattr(self.torch.ops.aten, base + "_", None)
+        inplace = getattr(packet, overload or "default", None) if packet is not None else None
+        if inplace is None or [a.name for a in inplace._schema.arguments] != [a.name for a in schema.arguments]:
+            return
+        copies = [t.detach().clone() for t in tensors]
+        args = _rebuild(self.torch, sample["args"], copies)
+        kwargs = {k: _rebuild(self.torch, v, copies) for k, v in sample["kwargs"].items()}
+        try:
+            with self.torch.no_grad():
+                self.record(inplace, args, kwargs, verified=inplace(*args, **kwargs) is not None)
+        except Exception:
+            return
+
+    def merge(self, ops):
+        """Adds another bank's {overload: [sample, ...]}, without samples of
+        a structure already held."""
+        for name, samples in ops.items():
+            for sample in samples:
+                key = name + _structure(sample)
+                if key in self.seen or len(self.ops.get(name, ())) >= 4 * MAX_PER_OVERLOAD:
+                    continue
+                self.seen.add(key)
+                self.ops.setdefault(name, []).append(sample)
 
     def result(self):
         out = {}
@@ -240,17 +280,55 @@ def _tensors_of(value, torch):
 
 def build():
     """Runs every OpInfo entry's float32 CPU samples (forward, then backward
-    where the entry supports autograd) under a recording dispatch mode and
-    returns the bank: {"format", "torch", "source", "opinfos", "seconds",
-    "ops": {overload: [sample, ...]}}. Must run in a process of its own
-    (see the module's docstring)."""
+    where the entry supports autograd) under a recording dispatch mode, and
+    calls the ATen overloads the entry names directly with them, and
+    returns the bank: {"format", "torch", "source", "opinfos", "crashed",
+    "seconds", "ops": {overload: [sample, ...]}}. Each entry runs in a
+    forked child (``ENTRIES_PER_CHILD`` at a time, then one at a time where
+    the child died), so that an entry on which CPU ATen crashes costs only
+    its own samples (``crashed`` names it). Must run in a process of its own (see the
+    module's docstring)."""
     _stub_expecttest()
     t0 = time.time()
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
+
+    torch.set_num_threads(1)  # no OpenMP pool in the parent: forked children stay safe
+    bank = _Bank(torch, torch.float32)
+    crashed = []
+    warnings.simplefilter("ignore")
+    infos = []
+    for info in op_db:
+        try:
+            if torch.float32 in info.supported_dtypes("cpu"):
+                infos.append(info)
+        except Exception:
+            continue
+    used = len(infos)
+    for at in range(0, len(infos), ENTRIES_PER_CHILD):  # a child per batch; a batch that crashes, per entry
+        batch = infos[at:at + ENTRIES_PER_CHILD]
+        got = _in_child(lambda: [_entry_samples(torch, i, bank) for i in batch])
+        if got is None:
+            got = []
+            for info in batch:
+                one = _in_child(lambda: [_entry_samples(torch, info, bank)])
+                if one is None:
+                    crashed.append(info.name)
+                got += one or []
+        for ops in got:
+            bank.merge(ops)
+    return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
+            "crashed": crashed, "seconds": round(time.time() - t0, 1), "ops": bank.result()}
+
+
+def _entry_samples(torch, info, bank):
+    """One OpInfo entry's recorded calls that ``bank`` does not hold yet:
+    {overload: [sample, ...]}. Adds them to ``bank`` (in a forked child:
+    its copy of the parent's, so the parent's samples need not be recorded
+    again)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    bank = _Bank(torch, torch.float32)
+    before = {name: len(samples) for name, samples in bank.ops.items()}
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -258,23 +336,91 @@ def build():
             bank.record(func, args, kwargs)
             return func(*args, **kwargs)
 
-    used = 0
-    warnings.simplefilter("ignore")
-    for info in op_db:
+    try:
+        grad = bool(getattr(info, "supports_autograd", False))
+        samples = info.sample_inputs("cpu", torch.float32, requires_grad=grad)
+        direct = _aten_overloads(torch, info)
+        for k, s in enumerate(samples):
+            if k >= MAX_PER_OPINFO:
+                break
+            _run_sample(torch, Recorder, info, s, grad)
+            _call_directly(torch, bank, direct, s)
+    except Exception:
+        pass
+    return {name: samples[before.get(name, 0):] for name, samples in bank.ops.items()
+            if len(samples) > before.get(name, 0)}
+
+
+def _in_child(fn):
+    """``fn()``'s JSON-able result, computed in a forked child; None when the
+    child dies (a signal) or returns nothing."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        code = 0
         try:
-            if torch.float32 not in info.supported_dtypes("cpu"):
-                continue
-            grad = bool(getattr(info, "supports_autograd", False))
-            samples = info.sample_inputs("cpu", torch.float32, requires_grad=grad)
-            used += 1
-            for k, s in enumerate(samples):
-                if k >= MAX_PER_OPINFO:
-                    break
-                _run_sample(torch, Recorder, info, s, grad)
+            with os.fdopen(write, "w") as f:
+                json.dump(fn(), f, separators=(",", ":"))
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        text = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not text:
+        return None
+    return json.loads(text)
+
+
+def _aten_overloads(torch, info):
+    """The overloads of the ATen op an OpInfo entry names (``aten_name``:
+    ``conv2d`` for ``nn.functional.conv2d``). Composite ops
+    (CompositeImplicitAutograd: ``conv2d``, ``linalg_det``, ``quantile``)
+    are decomposed before a dispatch mode sees them, so their own calls are
+    recorded by calling these directly with the sample's arguments."""
+    packet = getattr(torch.ops.aten, getattr(info, "aten_name", "") or "", None)
+    if packet is None or not hasattr(packet, "overloads"):
+        return []
+    out = []
+    for o in packet.overloads():
+        op = getattr(packet, o)
+        args = op._schema.arguments
+        takes_tensor = args and str(args[0].type) in ("Tensor", "Tensor[]", "Optional[Tensor]")
+        returns_tensor = any("Tensor" in str(r.type) for r in op._schema.returns)
+        if takes_tensor and returns_tensor and not any(_is_out_argument(a) for a in args):
+            out.append(op)
+    return out
+
+
+def _is_out_argument(a):
+    info = getattr(a, "alias_info", None)
+    return bool(a.kwarg_only and info is not None and info.is_write)
+
+
+def _call_directly(torch, bank, overloads, s):
+    """Records ``s`` as a call of each of ``overloads`` that CPU ATen
+    accepts with the sample's arguments as they are."""
+    for op in overloads:
+        args = [s.input] + list(s.args)
+        try:
+            copies = {}
+            args = [_detached(torch, a, copies) for a in args]
+            kwargs = {k: _detached(torch, v, copies) for k, v in s.kwargs.items()}
+            with torch.no_grad():
+                op(*args, **kwargs)
         except Exception:
             continue
-    return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
-            "seconds": round(time.time() - t0, 1), "ops": bank.result()}
+        bank.record(op, args, kwargs)
+
+
+def _detached(torch, value, copies):
+    if isinstance(value, torch.Tensor):
+        return copies.setdefault(id(value), value.detach().clone())
+    if isinstance(value, (list, tuple)):
+        return type(value)(_detached(torch, v, copies) for v in value)
+    return value
 
 
 def _run_sample(torch, recorder, info, s, grad):

@@ -263,14 +263,21 @@ def out_tensors(fn, call, tensors, device):
     dtypes = None
     sibling = functional_sibling(fn)
     if sibling is not None:
-        meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in tensors]
         kwargs = {k: v for k, v in (call.get("kwargs") or {}).items() if _placeholders(v, "$out") == 0}
-        try:
-            res = sibling(*resolve(call["args"], meta, None, "meta"), **resolve_kwargs(kwargs, meta, None, "meta"))
-            res = res if isinstance(res, (tuple, list)) else (res,)
-            dtypes = [r.dtype for r in res if isinstance(r, torch.Tensor)]
-        except Exception:
-            dtypes = None
+        # The meta kernel, else (LibTorch 1.13 has none for median.dim) the
+        # CPU kernel on copies of the inputs.
+        for where in ("meta", "cpu"):
+            if where == "meta":
+                ins = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in tensors]
+            else:
+                ins = [same_layout(t.cpu()) for t in tensors]
+            try:
+                res = sibling(*resolve(call["args"], ins, None, where), **resolve_kwargs(kwargs, ins, None, where))
+                res = res if isinstance(res, (tuple, list)) else (res,)
+                dtypes = [r.dtype for r in res if isinstance(r, torch.Tensor)]
+                break
+            except Exception:
+                dtypes = None
     if not dtypes or len(dtypes) < n:
         dtypes = [tensors[0].dtype if tensors else torch.float32] * n
     return [torch.empty(0, dtype=d, device=device) for d in dtypes[:n]]
@@ -453,9 +460,12 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     the CPU kernel raises in the inputs' dtypes but the upcast call and the
     meta kernel work, ``same_dtype_error`` says what it raised.
 
-    Returns ``(outputs, relaid)``: ``relaid[j]`` is ``[shape, strides,
-    offset]`` of input j after the call where ATen changes it in place
-    (resize_as_, unsqueeze_), else None.
+    Returns ``(outputs, relaid, writes)``: ``relaid[j]`` is ``[shape,
+    strides, offset]`` of input j after the call where ATen changes it in
+    place (resize_as_, unsqueeze_), else None; ``writes`` the indices of the
+    inputs whose values CPU ATen's call changed, annotated in the schema or
+    not (``native_batch_norm`` in training updates running_mean and
+    running_var, though its schema marks no argument as written).
 
     Raises where CPU ATen rejects the arguments, and (``repeat``) where a
     second call on fresh copies of the same inputs gives other bits: an op
@@ -479,6 +489,7 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         if not upcast or shapes_from is None or not any(t.is_floating_point() for t in cpu):
             raise failed
         aliases, shares, relaid = [[] for _ in shapes_from], [[] for _ in shapes_from], [None] * len(cpu)
+        writes = sorted(_written(fn, call))
     else:
         if repeat:
             again = call_op(fn, call, [same_layout(t) for t in cpu], cpu_device)
@@ -489,6 +500,7 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         aliases = [_aliases(o, own) for o in same]
         shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
         relaid = [None if _layout_of(a) == _layout_of(b) else _layout_of(a) for a, b in zip(own, cpu)]
+        writes = [j for j, (a, b) in enumerate(zip(own, cpu)) if _values_changed(a, b)]
         same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
         if shapes_from is None or len(shapes_from) != len(same):
             shapes_from = same
@@ -521,7 +533,16 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         else:
             out["same_dtype_error"] = describe_exception(failed)
         outputs.append(out)
-    return outputs, relaid
+    return outputs, relaid, writes
+
+
+def _values_changed(after, before):
+    """Whether ``after`` (a copy of ``before`` that an op was called on)
+    holds other bits in its storage than ``before``'s."""
+    a, b = verdicts.storage_of(after), verdicts.storage_of(before)
+    if a is None or b is None:
+        return False
+    return a.numel() != b.numel() or not verdicts.same_bits(a, b)
 
 
 def _stock_aten(target):
@@ -674,14 +695,15 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     t0 = time.perf_counter()
     inputs_s = t0 - t_in
     _stage("reference")
-    expected, relaid = [], []
+    expected, relaid, writes = [], [], []
     for k, call in enumerate(case["calls"]):
         try:
-            outs, moved = reference(case["op"], call, cpu_inputs[k], upcast, repeat, magnitude)
+            outs, moved, wrote = reference(case["op"], call, cpu_inputs[k], upcast, repeat, magnitude)
         except Exception as e:
             return {"discard": "CPU ATen rejects call %d: %s" % (k, describe_exception(e))}
         expected.append(outs)
         relaid.append(moved)
+        writes.append(wrote)
     reference_s = time.perf_counter() - t0
     _stage("device")
     control = None
@@ -696,7 +718,7 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
                         "stock_lost": rec["error"]}
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()
-    obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "passes": passes}
+    obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "writes": writes, "passes": passes}
     if not inst["present"]:
         obs["fast_path"] = "no installer"
     elif not inst["active"]:
@@ -720,7 +742,7 @@ def _unstable_reference(case, obs, tries=5):
     for _ in range(tries):
         for k, call in enumerate(case["calls"]):
             try:
-                again, _moved = reference(case["op"], call, obs["cpu_inputs"][k], False)
+                again, _moved, _wrote = reference(case["op"], call, obs["cpu_inputs"][k], False)
             except Exception as e:
                 return "CPU ATen rejects call %d on a second try: %s" % (k, describe_exception(e))
             for first, now in zip(obs["expected"][k], again):

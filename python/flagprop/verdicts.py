@@ -714,7 +714,10 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
             ctl = None
         # Also when the op raised: it may have written first.
         relaid = obs["relaid"][k] if obs.get("relaid") else None
-        _check_inputs(rec, where, aliasing, (0,) if mode == "inplace" else (), relaid)
+        # Inputs ATen writes too (an in-place op's self; un-annotated writes
+        # such as native_batch_norm's running stats) may change.
+        written = set((obs.get("writes") or [[]] * (k + 1))[k]) | ({0} if mode == "inplace" else set())
+        _check_inputs(rec, where, aliasing, written, relaid)
         if rec["error"]:
             raised += 1
             if ctl is not None:

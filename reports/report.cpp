@@ -3,6 +3,7 @@
 #include "suites/registry.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -214,6 +215,112 @@ std::vector<StockNote> stockDiffersFromCpu(const json& target) {
   return out;
 }
 
+std::string opFamily(const std::string& overload) {
+  std::string base = overload.substr(0, overload.find('.'));
+  while (!base.empty() && base.front() == '_') base.erase(0, 1);
+  for (const char* tail : {"_backward", "_forward", "_out", "_copy", "_"})
+    if (base.size() > std::strlen(tail) && base.compare(base.size() - std::strlen(tail), std::string::npos, tail) == 0)
+      base.erase(base.size() - std::strlen(tail));
+  auto starts = [&](std::initializer_list<const char*> v) {
+    for (const char* p : v)
+      if (base.rfind(p, 0) == 0) return true;
+    return false;
+  };
+  auto has = [&](std::initializer_list<const char*> v) {
+    for (const char* p : v)
+      if (base.find(p) != std::string::npos) return true;
+    return false;
+  };
+  auto is = [&](std::initializer_list<const char*> v) {
+    for (const char* p : v)
+      if (base == p) return true;
+    return false;
+  };
+  if (starts({"linalg", "cholesky", "lu", "triangular_solve", "svd", "qr", "slogdet", "logdet", "det", "inverse",
+              "pinverse", "matrix_", "compute_linear_combination"}) ||
+      is({"mm", "bmm", "addmm", "addmv", "addr", "baddbmm", "addbmm", "matmul", "mv", "dot", "vdot", "outer", "ger",
+          "kron", "tensordot", "einsum", "chain_matmul", "trace", "geqrf", "orgqr", "ormqr", "cross"}))
+    return "linear algebra";
+  if (has({"conv", "pool", "norm", "loss", "softmax", "dropout", "embedding", "pad", "upsample", "grid_sampler",
+           "affine_grid", "interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "im2col", "col2im", "fake_quantize",
+           "qparams", "attention", "linear", "bilinear", "glu", "adam", "sgd", "one_hot"}))
+    return "nn";
+  if (is({"sum", "mean", "prod", "std", "var", "var_mean", "std_mean", "amax", "amin", "aminmax", "max", "min",
+          "argmax", "argmin", "all", "any", "nansum", "nanmean", "logsumexp", "count_nonzero", "median", "nanmedian",
+          "mode", "kthvalue", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "topk",
+          "histc", "histogram", "bincount", "quantile", "nanquantile", "dist", "unique", "unique_consecutive",
+          "unique_dim", "msort", "diff", "trapz", "trapezoid"}))
+    return "reduction and scan";
+  if (starts({"index", "scatter", "gather", "take", "masked", "put", "select", "slice", "nonzero", "searchsorted",
+              "bucketize", "embedding", "diagonal_scatter", "argwhere"}))
+    return "index";
+  if (starts({"view", "reshape", "permute", "transpose", "expand", "repeat", "flip", "roll", "split", "chunk", "unbind",
+              "squeeze", "unsqueeze", "narrow", "diag", "tril", "triu", "cat", "stack", "hstack", "vstack", "concat",
+              "t", "alias", "as_strided", "unflatten", "flatten", "movedim", "contiguous", "clone", "copy", "fill", "zero",
+              "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "new_", "resize", "to_", "lift",
+              "detach", "block_diag", "rot90", "meshgrid", "tile", "pin_memory", "nested", "conj", "resolve",
+              "polar", "complex", "view_as"}) &&
+      !starts({"tan", "trunc", "true_divide"}))
+    return "shape, copy and creation";
+  return "pointwise";
+}
+
+namespace {
+
+// One op's (or one op x dtype's) standing in the coverage: excluded,
+// fail, gave up (every result a skip) or pass; `why` the reason of the
+// exclusion or of giving up, short.
+struct Standing {
+  std::string status, why;
+  int distinct = 0;
+};
+
+Standing standingOf(const std::vector<const json*>& rs) {
+  bool allExcluded = true, anyFail = false, allSkip = true;
+  Standing out;
+  for (const json* r : rs) {
+    const std::string st = r->value("status", ""), reason = r->value("reason", "");
+    allExcluded &= reason.rfind("excluded: ", 0) == 0 || reason.rfind("not run in ", 0) == 0;
+    allSkip &= st == "skip";
+    if (st == "fail" || st == "error") {
+      anyFail = true;
+      out.distinct +=
+          1 + static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
+    }
+  }
+  const std::string reason = rs.front()->value("reason", "");
+  if (allExcluded) {
+    out.status = "excluded";
+    out.why = reason.rfind("not run in ", 0) == 0 ? "not taken in this dtype" : reason.substr(10);
+    if (out.why.rfind("no ATen overload", 0) == 0) out.why = "no such ATen overload in this LibTorch";
+  } else if (anyFail) {
+    out.status = "fail";
+  } else if (allSkip) {
+    out.status = "gave_up";
+    out.why = reason.find("ended the process") != std::string::npos ? "CPU ATen ended the process on its samples"
+              : reason.find("cases from OpInfo") != std::string::npos
+                  ? "CPU ATen rejected the schema's samples and OpInfo's"
+              : reason.find("no fallback") != std::string::npos ? "CPU ATen rejected the schema's samples; OpInfo has none"
+              : reason.find("not run") != std::string::npos     ? "not run (budget or restarts)"
+                                                                : "other: " + reason.substr(0, 80);
+  } else {
+    out.status = "pass";
+  }
+  return out;
+}
+
+void countInto(json& row, const Standing& st) {
+  row[st.status] = row.value(st.status, 0) + 1;
+  if (st.status == "fail") row["distinct_failures"] = row.value("distinct_failures", 0) + st.distinct;
+  if (!st.why.empty()) {
+    json& why = row[st.status == "excluded" ? "excluded_because" : "gave_up_because"];
+    if (!why.is_object()) why = json::object();
+    why[st.why] = why.value(st.why, 0) + 1;
+  }
+}
+
+}  // namespace
+
 json opCoverage(const json& target) {
   std::map<std::string, std::vector<const json*>> byOp;
   static const json none = json::array();
@@ -223,32 +330,34 @@ json opCoverage(const json& target) {
   json c = {{"ops", byOp.size()}, {"judged", 0}, {"pass", 0}, {"fail", 0}, {"distinct_failures", 0},
             {"gave_up", 0}, {"excluded", 0}, {"excluded_because", json::array()}};
   std::map<std::string, int> why;
+  // Per family: every op (dtype "all") and every op x dtype.
+  std::map<std::pair<std::string, std::string>, json> families;
   for (const auto& [op, rs] : byOp) {
-    bool allExcluded = true, anyFail = false, allSkip = true;
-    int distinct = 0;
-    for (const json* r : rs) {
-      const std::string st = r->value("status", ""), reason = r->value("reason", "");
-      allExcluded &= reason.rfind("excluded: ", 0) == 0;
-      allSkip &= st == "skip";
-      if (st == "fail" || st == "error") {
-        anyFail = true;
-        distinct += 1 + static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
-      }
-    }
-    if (allExcluded) {
-      std::string w = rs.front()->value("reason", "").substr(10);
-      if (w.rfind("no ATen overload", 0) == 0) w = "no such ATen overload in this LibTorch";
-      ++why[w];
-      c["excluded"] = c["excluded"].get<int>() + 1;
-    } else if (anyFail) {
-      c["fail"] = c["fail"].get<int>() + 1;
-      c["distinct_failures"] = c["distinct_failures"].get<int>() + distinct;
-    } else if (allSkip) {
-      c["gave_up"] = c["gave_up"].get<int>() + 1;
-    } else {
-      c["pass"] = c["pass"].get<int>() + 1;
+    const Standing st = standingOf(rs);
+    if (st.status == "excluded") ++why[st.why];
+    if (st.status == "gave_up") c["gave_up"] = c["gave_up"].get<int>() + 1;
+    else c[st.status] = c[st.status].get<int>() + 1;
+    if (st.status == "fail") c["distinct_failures"] = c["distinct_failures"].get<int>() + st.distinct;
+    const std::string family = opFamily(op);
+    json& all = families.try_emplace({family, "all"}, json::object()).first->second;
+    all["ops"] = all.value("ops", 0) + 1;
+    countInto(all, st);
+    std::map<std::string, std::vector<const json*>> byDtype;
+    for (const json* r : rs) byDtype[r->value("dtype", "")].push_back(r);
+    for (const auto& [dtype, drs] : byDtype) {
+      json& row = families.try_emplace({family, dtype}, json::object()).first->second;
+      row["ops"] = row.value("ops", 0) + 1;
+      countInto(row, standingOf(drs));
     }
   }
+  json rows = json::array();
+  for (auto& [k, row] : families) {
+    row["family"] = k.first;
+    row["dtype"] = k.second;
+    row["judged"] = row.value("pass", 0) + row.value("fail", 0);
+    rows.push_back(row);
+  }
+  c["by_family"] = rows;
   c["judged"] = c["pass"].get<int>() + c["fail"].get<int>();
   c["stock_differs_from_cpu"] = stockDiffersFromCpu(target).size();
   std::vector<std::pair<int, std::string>> sorted;
@@ -259,6 +368,30 @@ json opCoverage(const json& target) {
 }
 
 namespace {
+
+// The coverage by family (opFamily) and dtype: one row per family over
+// all its dtypes, then one per family and dtype.
+void familyTable(std::ostringstream& md, const json& c) {
+  if (!c.contains("by_family") || c.at("by_family").empty()) return;
+  auto reasons = [](const json& row, const char* key) {
+    std::string out;
+    if (row.contains(key))
+      for (auto it = row.at(key).begin(); it != row.at(key).end(); ++it)
+        out += (out.empty() ? "" : "; ") + it.key() + ": " + std::to_string(it.value().get<int>());
+    return out;
+  };
+  md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded |\n"
+        "|---|---|---|---|---|---|---|---|---|\n";
+  for (const bool perDtype : {false, true})
+    for (const auto& row : c.at("by_family")) {
+      if ((row.value("dtype", "") != "all") != perDtype) continue;
+      md << "| " << row.value("family", "") << " | " << row.value("dtype", "") << " | " << row.value("ops", 0) << " | "
+         << row.value("judged", 0) << " | " << row.value("pass", 0) << " | " << row.value("fail", 0) << " | "
+         << row.value("gave_up", 0) << " | " << cell(reasons(row, "gave_up_because"), 300) << " | "
+         << row.value("excluded", 0) << " |\n";
+    }
+  md << "\n";
+}
 
 // The coverage line of a target with many ops (catalog "flaggems").
 void coverageLine(std::ostringstream& md, const json& t) {
@@ -275,6 +408,7 @@ void coverageLine(std::ostringstream& md, const json& t) {
     why += (why.empty() ? "" : "; ") + e.value("reason", "") + ": " + std::to_string(e.value("ops", 0));
   if (!why.empty()) md << " (" << why << ")";
   md << ".\n\n";
+  familyTable(md, c);
 }
 
 // Per op and dtype: each op property's status, cases, the fast path, the

@@ -45,9 +45,19 @@ std::vector<StockNote> stockDiffersFromCpu(const json& target);
 /// gave_up (every result a skip: CPU ATen rejected most samples, or crashed
 /// or hung on them), excluded
 /// and excluded_because [{reason, ops}], most frequent first;
-/// stock_differs_from_cpu: the P5 results stockDiffersFromCpu lists. An op counts
-/// once however many dtypes and properties it ran.
+/// stock_differs_from_cpu: the P5 results stockDiffersFromCpu lists;
+/// by_family: [{family (opFamily), dtype ("all" or one), ops, judged, pass,
+/// fail, gave_up, gave_up_because {reason: ops}, excluded,
+/// excluded_because}]. An op counts once however many dtypes and
+/// properties it ran ("all"); in a dtype row, once per dtype.
 json opCoverage(const json& target);
+
+/// The family an ATen overload belongs to in the coverage table: "linear
+/// algebra", "nn", "reduction and scan", "index", "shape, copy and
+/// creation" or "pointwise" (the rest). A rule on the overload's base name
+/// (its leading "_" and a trailing "_backward", "_out", "_copy" or "_"
+/// left out), flagprop's own: LibTorch 1.13 tags no op as pointwise.
+std::string opFamily(const std::string& overload);
 
 /// Markdown for a person: a table per target, then every failure with its
 /// reason, observations, counterexample, reproduce string and reproducer.

@@ -1163,3 +1163,53 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"), std::string::npos) << lost.dump();
   flagprop::removeTree(dir.string());
 }
+
+namespace {
+
+// Every (property, op, dtype) a selection names ends as a result: pass,
+// fail or a skip with its reason (excluded, not taken in a dtype, gave up),
+// with ops whose schema cannot feed them (mm, conv2d, nll_loss_forward),
+// integer inputs to floating ops (log, sqrt in int32) and an op whose
+// samples CPU ATen rejects in float16 (histc). Stock ATen has no finding.
+TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
+  const fs::path dir = testDir("selection");
+  const std::vector<std::string> ops = {"mm",     "nll_loss_forward", "histc", "_compute_linear_combination", "log",
+                                        "sqrt",   "conv2d",           "addmm", "index_select",                "sum.dim_IntList",
+                                        "sigmoid"};
+  const std::vector<std::string> dtypes = {"float32", "float16", "int32", "bool"};
+  const json manifest = {{"schema", "flagprop.target/1"}, {"name", "selection"},  {"device", "cpu"},
+                         {"labels", {"cpu"}},             {"ops", {{"kind", "aten"}}}, {"catalog", ops},
+                         {"properties", {"P5", "P6"}},    {"dtypes", dtypes},     {"op_cases", 2}};
+  fs::create_directories(dir);
+  const fs::path m = dir / "selection.json";
+  std::ofstream(m) << manifest.dump(2);
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --seed 5 --manifest " + m.string() + " --report-dir " + (dir / "r").string(), &out), 0) << out;
+  const json report = load((dir / "r" / "report.json").string());
+  ASSERT_EQ(report.at("targets").size(), 1u);
+  const json& results = report.at("targets").at(0).at("results");
+  std::set<std::string> keys;
+  for (const auto& r : results) {
+    keys.insert(r.value("key", ""));
+    const std::string st = r.value("status", "");
+    EXPECT_TRUE(st == "pass" || st == "skip") << r.value("key", "") << ": " << st << ": " << r.value("reason", "");
+    if (st == "skip") EXPECT_FALSE(r.value("reason", "").empty()) << r.value("key", "");
+  }
+  for (const auto& p : {"P5", "P6"})
+    for (const auto& op : ops)
+      for (const auto& d : dtypes) EXPECT_TRUE(keys.count(std::string(p) + "/" + op + "/" + d)) << p << "/" << op << "/" << d;
+  EXPECT_EQ(results.size(), 2 * ops.size() * dtypes.size());
+  // Integer inputs to ops that promote them to floating are judged.
+  for (const auto& r : results)
+    if (r.value("key", "") == "P5/log/int32" || r.value("key", "") == "P5/mm/float32")
+      EXPECT_EQ(r.value("status", ""), "pass") << r.value("key", "") << ": " << r.value("reason", "");
+  // A name that resolves to no overload is a one-line target error naming it.
+  json bad = manifest;
+  bad["catalog"] = {"mm", "no_such_op.Tensor"};
+  std::ofstream(dir / "bad.json") << bad.dump(2);
+  EXPECT_NE(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out), 0);
+  EXPECT_NE(out.find("names op 'no_such_op.Tensor'"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
+}  // namespace

@@ -236,7 +236,14 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   Discards discards;
   std::set<std::string> known;  // kinds of the failures already recorded
   int judged = 0;
+  // Samples CPU ATen rejected for their dtype ("... not implemented for
+  // 'Int'") while none was accepted: after kDtypeRejections of them the
+  // run stops judging and ends as "not run in DTYPE" (ATen has no kernel).
+  int held = 0, dtypeRejected = 0;
+  constexpr int kDtypeRejections = 3;
+  auto dtypeRefused = [&]() { return held == 0 && dtypeRejected >= kDtypeRejections && dtypeRejected == discards.count; };
   auto body = [&]() {
+    if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
     if (opts.progress) opts.progress(judged++);
     if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
@@ -271,9 +278,14 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     }
     for (const char* k : {"discard", "inactive"})
       if (result.contains(k)) {
+        if (const std::string why = result.at(k).get<std::string>();
+            why.find("not implemented for '") != std::string::npos ||
+            why.find("Expected a floating point or complex tensor as input") != std::string::npos)
+          ++dtypeRejected;
         if (discards.count++ == 0) discards.first = result.at(k).get<std::string>();
         RC_DISCARD(result.at(k).get<std::string>());
       }
+    ++held;
     RC_TAG(result.value("tag", std::string()));
     const json v = verdictOf(result, run.id);
     if (!v.at("pass").get<bool>()) {
@@ -288,6 +300,16 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   rc::detail::TestListenerAdapter quiet;
   auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
   const uint64_t seed = params.seed;
+  auto refused = [&]() {  // not a health skip: no sample of another source would help
+    PropertyOutcome o = outcomeFor(run, "skip", "not run in " + run.dtype + ": CPU ATen takes no " + run.dtype +
+                                                    " for it (it rejected the first " + std::to_string(dtypeRejected) +
+                                                    " samples for their dtype: " + discards.first.substr(0, 200) + ")" +
+                                                    fallbackNote);
+    o.observations["discarded"] = discards.count;
+    o.observations["dtype_refused"] = true;
+    return o;
+  };
+  if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
   if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() &&
       md.id == out.key()) {
     PropertyOutcome gaveUp = outcomeFor(run, "", "");
@@ -296,7 +318,9 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       out.observations["gave_up_first"] = {{"reason", gaveUp.reason}, {"discarded", discards.count}};
       last = {};
       discards = {};
+      held = dtypeRejected = 0;
       result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+      if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
     }
   }
   record(out, result, last, discards, md.id);

@@ -316,6 +316,23 @@ TEST(OpInfo, SamplerKeepsShapesArgumentsAndGivenValues) {
       << "data that does not match the shape";
 }
 
+// The bank is built by a child interpreter of the same Python that finds
+// the same torch (an embedded interpreter's sys.executable may be another
+// Python on PATH, without torch).
+TEST(OpInfo, TheBuilderInterpreterFindsThisTorch) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import subprocess, torch
+from flagprop import opinfo
+exe = opinfo.python_executable()
+p = subprocess.run([exe, "-c", "import torch; print(torch.__version__)"], env=opinfo._child_env(),
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+got = p.stdout.decode().strip().splitlines()[-1:] == [torch.__version__]
+)", scope);
+  EXPECT_TRUE(scope["got"].cast<bool>());
+}
+
 // Given values reach the built tensor through any layout flagprop picks.
 TEST(OpInfo, GivenValuesHoldThroughThePermutedSlicedLayout) {
   py::gil_scoped_acquire gil;

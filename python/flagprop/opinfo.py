@@ -30,7 +30,8 @@ fresh interpreter of the target's Python (``python3 -m flagprop.opinfo
 --write PATH``; importing the test database changes global state such as
 ``torch.backends`` flags, which the process under test must not see), and
 kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
-(default ``~/.cache/flagprop``). Building takes about 10 s on one core.
+(default ``~/.cache/flagprop``). Building takes about 35 s on one core
+(LibTorch 1.13, 602 entries); docs/opinfo.md says more.
 """
 
 import hashlib
@@ -456,17 +457,45 @@ def bank_path(torch_version):
 
 
 def python_executable():
-    """The Python interpreter of this process (an embedded interpreter's
-    ``sys.executable`` may be the embedding program): the first of
-    ``sys.executable``, ``sys._base_executable`` and ``python3`` in
-    ``sys.exec_prefix/bin`` that is a Python."""
+    """A Python interpreter of this process's version (an embedded
+    interpreter's ``sys.executable`` may be the embedding program, or
+    another Python found on PATH): the first of ``sys.executable``,
+    ``sys._base_executable``, ``pythonX.Y`` / ``python3`` in
+    ``sys.exec_prefix/bin`` and ``pythonX.Y`` on PATH that runs and reports
+    this version. The child is given this process's ``sys.path``
+    (``_child_env``), so it finds the same torch. Raises RuntimeError when
+    none does."""
+    import shutil
+    version = "%d.%d" % sys.version_info[:2]
     candidates = [sys.executable, getattr(sys, "_base_executable", ""),
+                  os.path.join(sys.exec_prefix, "bin", "python" + version),
                   os.path.join(sys.exec_prefix, "bin", "python3"),
-                  os.path.join(sys.exec_prefix, "bin", "python%d.%d" % sys.version_info[:2])]
+                  os.path.join(sys.base_exec_prefix, "bin", "python" + version),
+                  shutil.which("python" + version) or ""]
+    seen = []
     for c in candidates:
-        if c and os.path.basename(c).startswith("python") and os.access(c, os.X_OK):
+        if not c or c in seen or not os.path.basename(c).startswith("python") or not os.access(c, os.X_OK):
+            continue
+        seen.append(c)
+        try:
+            p = subprocess.run([c, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0 and p.stdout.decode().strip() == version:
             return c
-    raise RuntimeError("no Python interpreter found for this process (tried %s)" % ", ".join(filter(None, candidates)))
+    raise RuntimeError("no Python %s interpreter found for this process (tried %s)"
+                       % (version, ", ".join(seen) or "nothing"))
+
+
+def _child_env():
+    """The environment of the bank's builder: no GPU visible, and this
+    process's ``sys.path`` (with flagprop's own folder first)."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = [here] + [p for p in sys.path if p and os.path.isdir(p) and p != here]
+    env["PYTHONPATH"] = os.pathsep.join(path)
+    return env
 
 
 def _write_atomically(path, bank):
@@ -476,6 +505,7 @@ def _write_atomically(path, bank):
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(bank, f, separators=(",", ":"))
+        os.chmod(tmp, 0o644)  # mkstemp's 0600: other users' runs may read a shared cache
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -511,9 +541,7 @@ def load():
 
 
 def _build_in_child(path):
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = _child_env()
     cmd = [python_executable(), "-m", "flagprop.opinfo", "--write", path]
     try:
         p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -322,14 +322,14 @@ TEST(OpInfo, SamplerKeepsShapesArgumentsAndGivenValues) {
 TEST(OpInfo, TheBuilderInterpreterFindsThisTorch) {
   py::gil_scoped_acquire gil;
   py::dict scope;
-  py::exec(R"(
+  py::exec(R"PY(
 import subprocess, torch
 from flagprop import opinfo
 exe = opinfo.python_executable()
 p = subprocess.run([exe, "-c", "import torch; print(torch.__version__)"], env=opinfo._child_env(),
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 got = p.stdout.decode().strip().splitlines()[-1:] == [torch.__version__]
-)", scope);
+)PY", scope);
   EXPECT_TRUE(scope["got"].cast<bool>());
 }
 

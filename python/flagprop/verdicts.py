@@ -716,7 +716,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
         relaid = obs["relaid"][k] if obs.get("relaid") else None
         # Inputs ATen writes too (an in-place op's self; un-annotated writes
         # such as native_batch_norm's running stats) may change.
-        written = set((obs.get("writes") or [[]] * (k + 1))[k]) | ({0} if mode == "inplace" else set())
+        written = set(obs["writes"][k] if obs.get("writes") else ()) | ({0} if mode == "inplace" else set())
         _check_inputs(rec, where, aliasing, written, relaid)
         if rec["error"]:
             raised += 1

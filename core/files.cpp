@@ -129,7 +129,8 @@ void overwriteFile(const std::string& path, const std::string& text) {
 }
 
 void writeText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  // Unique per process: two processes writing one path never share it.
+  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
   const auto fail = [&](const char* step) {
     const std::string why = std::strerror(errno);
     ::unlink(tmp.c_str());  // nothing half-written is left behind

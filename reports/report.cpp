@@ -76,8 +76,27 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       break;
     }
   report["provenance"] = prov;
-  json counts = {{"pass", 0}, {"fail", 0}, {"skip", 0}, {"error", 0}};
+  json counts = {{"pass", 0}, {"fail", 0}, {"flaky", 0}, {"skip", 0}, {"error", 0}};
   json unexpected = json::array();
+  json db = {{"replayed", 0}, {"still_failing", 0}, {"fixed", 0}, {"dropped", 0}, {"stored", 0}};
+  bool dbUsed = false;
+  for (const auto& t : targets) {
+    if (t.contains("db")) {
+      dbUsed = true;
+      db["dir"] = t.at("db").value("dir", std::string());
+      db["stored"] = db["stored"].get<int>() + t.at("db").value("stored", 0);
+      if (t.at("db").contains("error")) db["error"] = t.at("db").at("error");
+    }
+    for (const auto& r : t.value("results", json::array())) {
+      const json obs = r.is_object() ? r.value("observations", json::object()) : json::object();
+      if (!obs.is_object() || !obs.contains("db")) continue;
+      const json& d = obs.at("db");
+      db["replayed"] = db["replayed"].get<int>() + d.value("replayed", 0);
+      db["still_failing"] = db["still_failing"].get<int>() + (d.contains("still_failing") ? 1 : 0);
+      db["fixed"] = db["fixed"].get<int>() + static_cast<int>(d.value("fixed", json::array()).size());
+      db["dropped"] = db["dropped"].get<int>() + static_cast<int>(d.value("dropped", json::array()).size());
+    }
+  }
   int targetErrors = 0;
   for (const auto& t : targets) {
     if (t.value("status", "") != "ok") {
@@ -102,6 +121,7 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   }
   report["summary"] = {{"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts},
                        {"unexpected", unexpected}};
+  if (dbUsed) report["summary"]["db"] = db;
   return report;
 }
 
@@ -282,7 +302,7 @@ Standing standingOf(const std::vector<const json*>& rs) {
     const std::string st = r->value("status", ""), reason = r->value("reason", "");
     allExcluded &= reason.rfind("excluded: ", 0) == 0 || reason.rfind("not run in ", 0) == 0;
     allSkip &= st == "skip";
-    if (st == "fail" || st == "error") {
+    if (st == "fail" || st == "error" || st == "flaky") {
       anyFail = true;
       out.distinct +=
           1 + static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
@@ -470,8 +490,8 @@ namespace {
 // A summary's results per status in words: "12 pass, 1 fail, 0 skip, 0 error".
 std::string resultCounts(const json& summary) {
   std::string counts;
-  for (const char* status : {"pass", "fail", "skip", "error"})
-    if (summary.at("results").contains(status))
+  for (const char* status : {"pass", "fail", "flaky", "skip", "error"})
+    if (summary.at("results").contains(status) && (std::string(status) != "flaky" || summary.at("results").value(status, 0L)))
       counts += (counts.empty() ? "" : ", ") + std::to_string(summary.at("results").value(status, 0L)) + " " + status;
   return counts.empty() ? "none" : counts;
 }
@@ -501,7 +521,14 @@ void header(std::ostringstream& md, const json& report) {
   }
   const auto& s = report.at("summary");
   md << "- results: " << resultCounts(s) << "; target errors: " << s.value("target_errors", 0)
-     << "; unexpected: " << s.at("unexpected").size() << "\n\n";
+     << "; unexpected: " << s.at("unexpected").size() << "\n";
+  if (s.contains("db")) {
+    const json& d = s.at("db");
+    md << "- example database `" << d.value("dir", std::string()) << "`: " << d.value("replayed", 0) << " stored example(s) "
+       << "replayed, " << d.value("still_failing", 0) << " still failing, " << d.value("fixed", 0) << " fixed, "
+       << d.value("dropped", 0) << " dropped (no longer a valid case), " << d.value("stored", 0) << " stored by this run\n";
+  }
+  md << "\n";
   if (!s.at("unexpected").empty()) {
     md << "## Unexpected results\n\n";
     for (const auto& u : s.at("unexpected"))
@@ -587,8 +614,16 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   const bool crashed = o.contains("crash");
   md << "- " << (crashed ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
      << r.value("counterexample", json()).dump() << "`\n";
+  if (o.contains("replays"))
+    md << "- judged again in this process: failed " << o.at("replays").value("failed", 0) << " of "
+       << o.at("replays").value("of", 0) << " times\n";
+  if (o.contains("db") && o.at("db").contains("still_failing"))
+    md << "- the stored example of " << o.at("db").at("still_failing").value("stored_at", "") << " (`"
+       << o.at("db").at("still_failing").value("file", "") << "`), judged first and failing still: no search ran\n";
   if (!r.value("reproduce", std::string()).empty())
     md << "- reproduce in flagprop: `" << replayCommand(prov, t, r) << "`\n";
+  else if (o.contains("db") && o.at("db").contains("still_failing"))
+    md << "- replayed from the example database: rerun the same command, or run the reproducer\n";
   else
     md << "- no replay string (the process that would replay it in flagprop died on this case): run the reproducer\n";
   if (r.contains("reproducer") && !r.at("reproducer").is_null())
@@ -597,6 +632,27 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   md << "\n";
 }
 
+}  // namespace
+
+namespace {
+// The stored examples a target's runs replayed that pass now (fixed) or are
+// no longer valid cases (dropped), with when and where they were stored.
+void exampleSection(std::ostringstream& md, const json& t) {
+  std::ostringstream rows;
+  for (const auto& r : t.at("results")) {
+    const json obs = r.value("observations", json::object());
+    if (!obs.is_object() || !obs.contains("db")) continue;
+    for (const char* k : {"fixed", "dropped"})
+      for (const auto& ex : obs.at("db").value(k, json::array()))
+        rows << "| " << resultLabel(r) << " | " << k << " | " << ex.value("stored_at", "") << " | `"
+             << ex.value("stored_in", "") << "` | " << cell(ex.value(std::string(k) == "fixed" ? "reason" : "why", ""), 160)
+             << " |\n";
+  }
+  if (rows.str().empty()) return;
+  md << "### Stored examples that no longer fail\n\n| run | now | stored at | stored in | "
+     << "why it failed then (fixed) / why it is no longer a case (dropped) |\n|---|---|---|---|---|\n"
+     << rows.str() << "\n";
+}
 }  // namespace
 
 std::string renderMarkdown(const json& report) {
@@ -648,13 +704,14 @@ std::string renderMarkdown(const json& report) {
     stockSection(md, t);
     timingSection(md, t);
     for (const auto& r : t.at("results"))
-      if (r.value("status", "") == "fail") failure(md, report, t, r);
+      if (r.value("status", "") == "fail" || r.value("status", "") == "flaky") failure(md, report, t, r);
+    exampleSection(md, t);
   }
   return md.str();
 }
 
 std::string matrixCell(const json& t, const std::string& p) {
-  static const std::vector<std::string> order = {"pass", "skip", "fail", "error"};
+  static const std::vector<std::string> order = {"pass", "skip", "flaky", "fail", "error"};
   const auto rank = [](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
   const PropertyDef* def = findProperty(p);
   std::string st = "-";
@@ -724,9 +781,9 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
   size_t shown = 0, oneLiners = 0, more = 0;
   for (const auto& r : t.value("results", json::array())) {
     const std::string st = r.value("status", "");
-    if (st != "fail" && st != "error") continue;
+    if (st != "fail" && st != "error" && st != "flaky") continue;
     const bool expected = resultExpected(t, r);
-    const std::string head = (st == "fail" ? "FAIL " : "ERROR ") + resultLabel(r) +
+    const std::string head = (st == "fail" ? "FAIL " : st == "flaky" ? "FLAKY " : "ERROR ") + resultLabel(r) +
                              (expected ? " (expected by the manifest)" : " (unexpected)");
     if (shown < blocks) {
       ++shown;
@@ -857,6 +914,14 @@ void printSummary(const json& report, std::ostream& os) {
   const auto& s = report.at("summary");
   os << "\nresults: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0)
      << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
+  if (s.contains("db")) {
+    const json& d = s.at("db");
+    os << "example database " << d.value("dir", std::string()) << ": " << d.value("replayed", 0) << " replayed, "
+       << d.value("still_failing", 0) << " still failing, " << d.value("fixed", 0) << " fixed, " << d.value("dropped", 0)
+       << " dropped, " << d.value("stored", 0) << " stored";
+    if (d.contains("error")) os << " (" << d.value("error", std::string()) << ")";
+    os << "\n";
+  }
   for (size_t i = 0; i < failing.size() && i < 20; ++i) os << "  unexpected: " << failing[i] << "\n";
   if (failing.size() > 20) os << "  ... and " << failing.size() - 20 << " more (report.md)\n";
 }

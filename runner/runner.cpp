@@ -3,6 +3,7 @@
 #include "catalog/catalog.h"
 #include "core/files.h"
 #include "suites/registry.h"
+#include "runner/example_db.h"
 #include "runner/precompile.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +36,8 @@ namespace fs = std::filesystem;
 namespace flagprop {
 
 namespace {
+
+std::string runKey(const PropertyRun& r);
 
 std::string ident(std::string s) {
   for (auto& c : s)
@@ -73,7 +76,12 @@ class PropertyTest : public testing::Test {
         [[maybe_unused]] const auto n = write(fd, line.data(), line.size());
       };
     }
+    if (!opts_->exampleDb.empty() && ro.reproduce.empty())
+      ro.examples = loadExamples(exampleFolder(opts_->exampleDb, t.name, t.device), runKey(*run_));
     const PropertyOutcome o = runProperty(*run_, ro);
+    if (o.observations.contains("db"))  // what passes now, or is no longer a valid case, is not kept
+      for (const char* k : {"fixed", "dropped"})
+        for (const auto& ex : o.observations.at("db").value(k, json::array())) forgetExample(ex.value("file", std::string()));
     json r = o.toJson();
     const json& left = session_->leftRunning();
     if (left.size() > leftBefore) {  // started during this run and never ended: reported, not ignored
@@ -237,6 +245,10 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
   o.checkKind = def->checkKind;
   o.observations = {{"crash", why}};
   if (inflight.contains("sampler")) o.observations["sampler"] = inflight.at("sampler");
+  if (inflight.contains("example"))  // a stored example, judged first: it is in the database already
+    o.observations["db"] = {{"replayed", 1}, {"still_failing", {{"file", inflight.at("example")}}}};
+  if (inflight.value("confirming", false))
+    o.reason = "the " + why + " on this case, judged again after it had failed (kept unshrunk)";
   return o;
 }
 

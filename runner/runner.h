@@ -52,6 +52,10 @@ struct TargetRunOptions {
   /// (writeTargetDocument; a parent's secret, see ChildSpec::secret); a
   /// resumeFrom document must carry it too. Empty: none.
   std::string docKey;
+  /// The example database (runner/example_db.h): each run first judges the
+  /// examples stored for its run key, and the files of those that pass now
+  /// (or that the reference now rejects) are removed. Empty: none.
+  std::string exampleDb;
 };
 
 /// Writes a target document to `path` (writeText) with `mac`, the

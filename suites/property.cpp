@@ -11,6 +11,7 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <variant>
 
 namespace flagprop {
 
@@ -232,6 +233,118 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       return out;
     }
   }
+  // One case judged, its in-flight record written first and emptied after:
+  // the check's result, or why the case failed outside the check.
+  struct CaseFailure {
+    std::string why;
+    json evidence;
+    bool sticky = false;  // a StickyFailure: the recorded counterexample stays
+  };
+  auto judgeOnce = [&](const Case& c, const std::string& sampler, const json& extra,
+                       bool again = false) -> std::variant<json, CaseFailure> {
+    if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
+    if (!opts.inflightPath.empty()) {
+      json fly = {{"key", out.key()}, {"case", c.value}};
+      if (!sampler.empty()) fly["sampler"] = sampler;
+      for (auto it = extra.begin(); it != extra.end(); ++it) fly[it.key()] = it.value();
+      overwriteFile(opts.inflightPath, fly.dump());
+    }
+    // Emptied when the case ends however it ends: a crash or a stall
+    // between cases is never put on the last case.
+    struct Landed {
+      const std::string& path;
+      ~Landed() {
+        if (!path.empty()) try {
+            overwriteFile(path, "");
+          } catch (...) {
+          }
+      }
+    } landed{opts.inflightPath};
+    try {
+      return again && run.judgeAgain ? run.judgeAgain(c) : run.judge(c);
+    } catch (const StickyFailure& e) {
+      return CaseFailure{e.what(), json::object(), true};
+    } catch (const py::error_already_set& e) {
+      return CaseFailure{"harness error: " + describe(e), {{"harness_error", e.what()}}};
+    } catch (const std::exception& e) {  // e.g. c10::Error from a device copy
+      const std::string what = e.what();
+      return CaseFailure{"harness error: " + what.substr(0, what.find('\n')), {{"harness_error", what}}};
+    }
+  };
+  auto samplerNow = [&]() { return md.id == out.key() ? std::string() : md.id.substr(md.id.find('|') + 1); };
+  // A failing case judged again opts.flakyReplays times: one that passes
+  // any of them is flaky, not a failure.
+  auto confirm = [&](PropertyOutcome& o, const Case& c, const std::string& sampler) {
+    if (o.status != "fail" || opts.flakyReplays <= 0 || !opts.reproduce.empty()) return;
+    int failed = 1, of = 1;
+    for (int i = 0; i < opts.flakyReplays; ++i, ++of) {
+      const auto judged = judgeOnce(c, sampler, {{"confirming", true}}, true);
+      if (std::holds_alternative<CaseFailure>(judged)) {
+        ++failed;
+        continue;
+      }
+      const json& result = std::get<json>(judged);
+      if (!result.contains("discard") && !result.contains("inactive") &&
+          !verdictOf(result, run.id).at("pass").get<bool>())
+        ++failed;
+    }
+    o.observations["replays"] = {{"failed", failed}, {"of", of}};
+    if (failed == of) return;
+    o.status = "flaky";
+    o.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of) +
+               " times it was judged (" + o.reason + ")";
+  };
+  // Stored examples first: the first that still fails is the outcome.
+  json db = json::object();
+  if (opts.reproduce.empty() && !opts.examples.empty()) {
+    json fixed = json::array(), dropped = json::array();
+    int replayed = 0;
+    for (const auto& ex : opts.examples) {
+      ++replayed;
+      const Case c{ex.at("case")};
+      const std::string sampler = ex.value("sampler", std::string());
+      json brief = {{"file", ex.value("file", std::string())},
+                    {"stored_at", ex.value("stored_at", std::string())},
+                    {"stored_in", ex.value("stored_in", std::string())},
+                    {"reason", ex.value("reason", std::string())}};
+      const auto judged = judgeOnce(c, sampler, {{"example", brief["file"]}});
+      LastFailure failure;
+      if (const auto* f = std::get_if<CaseFailure>(&judged)) {
+        failure = {c.value, f->evidence, f->why};
+      } else {
+        const json& result = std::get<json>(judged);
+        std::string rejected;
+        for (const char* k : {"discard", "inactive"})
+          if (result.contains(k)) rejected = result.at(k).get<std::string>();
+        if (!rejected.empty()) {
+          brief["why"] = rejected.substr(0, 300);
+          dropped.push_back(brief);
+          continue;
+        }
+        const json v = verdictOf(result, run.id);
+        if (v.at("pass").get<bool>()) {
+          fixed.push_back(brief);
+          continue;
+        }
+        failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
+                   v.value("kinds", json::array())};
+      }
+      out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
+      out.reason = failure.why + " (the stored example of " + brief["stored_at"].get<std::string>() + ", replayed)";
+      out.casesRun = replayed;
+      out.counterexample = c.value;
+      if (failure.evidence.is_object())
+        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+      if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
+      if (!sampler.empty()) out.observations["sampler"] = sampler;
+      out.observations["db"] = {{"replayed", replayed}, {"still_failing", brief}, {"fixed", fixed}, {"dropped", dropped}};
+      confirm(out, c, sampler);
+      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (run.finish) run.finish(out);
+      return out;
+    }
+    db = {{"replayed", replayed}, {"fixed", fixed}, {"dropped", dropped}};
+  }
   LastFailure last;
   Discards discards;
   std::set<std::string> known;  // kinds of the failures already recorded
@@ -246,36 +359,12 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
     if (opts.progress) opts.progress(judged++);
-    if (!opts.stagePath.empty()) overwriteFile(opts.stagePath, "");
-    if (!opts.inflightPath.empty()) {
-      json fly = {{"key", out.key()}, {"case", c.value}};
-      if (md.id != out.key()) fly["sampler"] = md.id.substr(md.id.find('|') + 1);
-      overwriteFile(opts.inflightPath, fly.dump());
+    const auto judgedCase = judgeOnce(c, samplerNow(), json::object());
+    if (const auto* f = std::get_if<CaseFailure>(&judgedCase)) {
+      if (!f->sticky) last = {c.value, f->evidence, f->why};
+      RC_FAIL(f->why);
     }
-    // Emptied when the case ends however it ends (RC_FAIL throws): a crash
-    // or a stall between cases is never put on the last case.
-    struct Landed {
-      const std::string& path;
-      ~Landed() {
-        if (!path.empty()) try {
-            overwriteFile(path, "");
-          } catch (...) {
-          }
-      }
-    } landed{opts.inflightPath};
-    json result;
-    try {
-      result = run.judge(c);
-    } catch (const StickyFailure& e) {
-      RC_FAIL(e.what());  // the recorded counterexample stays the case that caused it
-    } catch (const py::error_already_set& e) {
-      last = {c.value, {{"harness_error", e.what()}}, "harness error: " + describe(e)};
-      RC_FAIL(last.why);
-    } catch (const std::exception& e) {  // e.g. c10::Error from a device copy
-      const std::string what = e.what();
-      last = {c.value, {{"harness_error", what}}, "harness error: " + what.substr(0, what.find('\n'))};
-      RC_FAIL(last.why);
-    }
+    const json& result = std::get<json>(judgedCase);
     for (const char* k : {"discard", "inactive"})
       if (result.contains(k)) {
         if (const std::string why = result.at(k).get<std::string>();
@@ -324,6 +413,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     }
   }
   record(out, result, last, discards, md.id);
+  if (!db.empty()) out.observations["db"] = db;
+  if (out.status == "fail" && !last.caseJson.is_null()) confirm(out, Case{last.caseJson}, samplerNow());
   out.reason += fallbackNote;
   if (run.fallback && !run.fallback->retriedAfter.empty()) out.observations["retried_after"] = run.fallback->retriedAfter;
   out.observations["discarded"] = discards.count;

@@ -39,6 +39,16 @@ struct RunOptions {
   /// as each case starts, so that the stage read there is the case's own
   /// (none until an op case reaches its reference); empty: not touched.
   std::string stagePath;
+  /// Stored counterexamples of this run, judged before any case is
+  /// generated (runner/example_db.h: {"case", "sampler", "file",
+  /// "stored_at", "stored_in", "reason"}). The first that still fails is
+  /// the run's outcome, with no search; the others that pass are listed in
+  /// observations.db.fixed, those the reference now rejects in .dropped.
+  std::vector<json> examples;
+  /// How many more times a failing case is judged, in this process, before
+  /// it is called a failure: one that passes any of them is `flaky`, with
+  /// its tally (observations.flaky = {"failed": k, "of": n}); 0: never.
+  int flakyReplays = 3;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).
@@ -47,7 +57,7 @@ struct PropertyOutcome {
   std::string title;
   std::string op;        ///< P5 / P6: the catalog op
   std::string dtype;     ///< P5 / P6: the dtype
-  std::string status;    ///< pass | fail | skip | error
+  std::string status;    ///< pass | fail | flaky | skip | error
   std::string reason;
   int casesRun = 0;
   json counterexample;              ///< shrunk case (JSON) or null
@@ -72,6 +82,10 @@ struct PropertyRun {
   int cases = 100;        ///< default maxSuccess (RunOptions::cases overrides)
   rc::Gen<Case> generator = rc::gen::just(Case{});
   std::function<json(const Case&)> judge;
+  /// Judges a case again, running it anew where `judge` would answer from
+  /// what it remembers of the case (the op runs' shared observations): the
+  /// flaky check's judgings. Empty: `judge` runs every case anew.
+  std::function<json(const Case&)> judgeAgain;
   /// Checked first: an outcome that stands instead of running (a skip
   /// because the fast path is not active, an error because the device was
   /// lost), or nullopt.

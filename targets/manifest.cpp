@@ -141,7 +141,7 @@ class Section {
   std::string origin_, prefix_;
 };
 
-const std::vector<std::string> kStatuses = {"pass", "fail", "skip", "error"};
+const std::vector<std::string> kStatuses = {"pass", "fail", "flaky", "skip", "error"};
 
 InstallerSpec readInstaller(const Section& top, const std::string& origin, const std::string& base) {
   InstallerSpec s;

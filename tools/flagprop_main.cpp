@@ -8,6 +8,7 @@
 #include "reports/plots.h"
 #include "reports/report.h"
 #include "reports/reproducer.h"
+#include "runner/example_db.h"
 #include "runner/runner.h"
 
 #include "core/python.h"
@@ -53,6 +54,11 @@ usage:
   flagprop drafts REPORT_DIR    write a bug-report draft per distinct failure of a
                                 report (REPORT_DIR/drafts/); `run` writes them too
   flagprop html REPORT_DIR      write REPORT_DIR/report.html from its report.json
+  flagprop diff OLD NEW         what changed between two runs' report folders (or
+                                REPORT_DIR --pins OLD_PIN NEW_PIN: two pins of one
+                                matrix run): new failures, fixed, changed, coverage
+                                gained or lost; diff.md/.html/.json in --out DIR;
+                                exit 1 when NEW has a failure OLD did not
   flagprop ops                  the hand-written catalog: op, dtypes, ATen schema
   flagprop ops --flaggems       every overload FlagGems registers: how flagprop judges
                                 it (functional, inplace, out, view) or why it is excluded
@@ -108,6 +114,12 @@ run options (--opt value or --opt=value):
                       (at most one per core; under --jobs, N over the target's
                       processes, each at least one; default 0: none; the report's
                       precompile says what they did)
+  --db DIR            the example database: every failure's shrunk case (and every
+                      case a target process died on) is kept there, one file each,
+                      and judged first the next time its target runs (default:
+                      $FLAGPROP_DB, else $XDG_CACHE_HOME/flagprop/examples, else
+                      ~/.cache/flagprop/examples)
+  --no-db             neither replay nor store examples
   --list              print the targets that would run and what each runs; run nothing
   --quiet             no progress line (there is none either when stdout is not a
                       terminal): a line per target, its failures, the summary
@@ -149,6 +161,7 @@ struct Cli {
   int keyFd = -1;                            // run-target: where the document key is read from (then closed)
   long parentPid = 0;                        // run-target: the flagprop run that launched it (dies with it)
   bool progress = false;                     // run-target: a progress line on consoleFd
+  std::string db = defaultExampleDb();       // --db / --no-db (""): the example database
 };
 
 std::string ident(std::string s) {
@@ -271,6 +284,12 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     cli.parentPid = static_cast<long>(n);
   }
   else if (opt == "--resume" && cli.command == "run-target") cli.target.resumeFrom = v;
+  else if (opt == "--db") {
+    if (v.empty()) return "--db needs a folder";
+    std::error_code ec;
+    if (fs::exists(v, ec) && !fs::is_directory(v, ec)) return "--db " + v + ": a file, not a folder";
+    cli.db = fs::absolute(v).string();
+  }
   else return "unknown option '" + opt + "' (try flagprop --help)";
   return "";
 }
@@ -282,7 +301,8 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     return "unknown command '" + cli.command + "' (try flagprop --help)";
   const std::map<std::string, bool*> flags = {{"--no-isolate", nullptr}, {"--unverified", &cli.target.unverified},
                                               {"--list", &cli.list},        {"--quiet", &cli.quiet},
-                                              {"--verbose", &cli.verbose},  {"--progress", &cli.progress}};
+                                              {"--verbose", &cli.verbose},  {"--progress", &cli.progress},
+                                              {"--no-db", nullptr}};
   for (size_t i = 1; i < args.size(); ++i) {
     std::string opt = args[i], value;
     const auto eq = opt.find('=');
@@ -294,6 +314,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     if (flags.count(opt)) {
       if (inlineValue) return opt + " takes no value";
       if (opt == "--no-isolate") cli.isolate = false;
+      else if (opt == "--no-db") cli.db.clear();
       else *flags.at(opt) = true;
       continue;
     }
@@ -301,7 +322,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     static const std::vector<std::string> known = {
         "--manifest", "--report-dir", "--target", "--property", "--op",       "--dtype",        "--cases",
         "--seed",     "--reproduce",  "--timeout", "--jobs",    "--devices",  "--triton-cache", "--budget",
-        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd", "--key-fd", "--parent"};
+        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd", "--key-fd", "--parent", "--db"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
@@ -350,7 +371,7 @@ int runTargetCommand(const Cli& cli) {
   const std::string reproDir = cli.reproDir;
   const std::string outPath = cli.out;
   ResultSink sink = [reproDir, outPath, key](const TargetSession& s, const PropertyOutcome& o, json& doc) {
-    if (!reproDir.empty() && o.status == "fail") {
+    if (!reproDir.empty() && (o.status == "fail" || o.status == "flaky")) {
       try {
         doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
         json& result = doc["results"].back();
@@ -385,6 +406,7 @@ int runTargetCommand(const Cli& cli) {
   };
   TargetRunOptions opts = cli.target;
   opts.docKey = key;
+  opts.exampleDb = cli.db;
   opts.precompileCaseSeconds = cli.caseTimeoutSeconds;
   opts.precompileSeconds = std::max(1, cli.timeoutSeconds / 4);  // the parent passes this process's --timeout
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
@@ -527,6 +549,8 @@ std::vector<std::string> childArgs(const Cli& cli, const std::string& self, cons
   for (const auto& p : cli.target.selection.ops) a.insert(a.end(), {"--op", p});
   for (const auto& p : cli.target.selection.dtypes) a.insert(a.end(), {"--dtype", p});
   if (cli.target.unverified) a.push_back("--unverified");
+  if (cli.db.empty()) a.push_back("--no-db");
+  else a.insert(a.end(), {"--db", cli.db});
   if (cli.target.precompileWorkers > 0)
     a.insert(a.end(), {"--precompile", std::to_string(cli.target.precompileWorkers), "--case-timeout",
                        std::to_string(cli.caseTimeoutSeconds)});
@@ -1031,6 +1055,13 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   const size_t total = chosen.size() + docs.size();
   size_t index = 0;
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
+    if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
+      try {  // its failures are judged first the next time it runs
+        doc["db"] = {{"dir", cli.db}, {"stored", storeExamples(cli.db, doc, dir)}};
+      } catch (const std::exception& e) {
+        doc["db"] = {{"dir", cli.db}, {"stored", 0}, {"error", e.what()}};
+      }
+    }
     char num[16];
     std::snprintf(num, sizeof num, "%03zu", ++index);  // file names sort in run order
     const std::string stem = std::string(num) + "_" + bounded(ident(doc.value("name", std::string("target"))));
@@ -1211,6 +1242,27 @@ int reportCommand(const std::string& what, const std::vector<std::string>& args)
   return 0;
 }
 
+// `flagprop diff ...`: flagprop.diff's command line in a plain child Python
+// (it needs neither torch nor this process's interpreter); its exit status.
+int diffCommand(const std::vector<std::string>& args) {
+  static const char* kCode =
+      "import sys\n"
+      "sys.path[:0] = sys.argv[1].split('\\n')\n"
+      "import flagprop.diff as m\n"
+      "sys.exit(m.main(sys.argv[2:]))\n";
+  std::string folders;
+  for (const auto& f : pythonFolders()) folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
+  std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", "-c", kCode, folders};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::cout << std::flush;
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  execv(cargv[0], cargv.data());
+  std::cerr << "flagprop: diff: cannot start " << argv[0] << " (" << std::strerror(errno) << ")\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1228,6 +1280,7 @@ int main(int argc, char** argv) {
               << FLAGPROP_PYTHON_EXE << ")\n";
     return 0;
   }
+  if (args[0] == "diff") return diffCommand({args.begin() + 1, args.end()});
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
       printHelp(args[0]);

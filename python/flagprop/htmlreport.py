@@ -46,6 +46,7 @@ PROPERTY_TITLES = {
 STATUS_COLOURS = {
     "pass": "#c6efce",
     "fail": "#ffb3b3",
+    "flaky": "#ffd9a8",
     "skip": "#fff2b3",
     "error": "#d7b5f5",
     "na": "#f4f4f4",
@@ -53,7 +54,7 @@ STATUS_COLOURS = {
 }
 
 #: Worst-first order of result statuses when a cell aggregates many results.
-STATUS_RANK = {"pass": 0, "skip": 1, "fail": 2, "error": 3}
+STATUS_RANK = {"pass": 0, "skip": 1, "flaky": 2, "fail": 3, "error": 4}
 
 #: Op sub-tables with more rows than this are collapsed (a <details> element),
 #: with the rows that need attention shown above them.
@@ -192,7 +193,7 @@ def aggregate(target, results, counts=False):
     if not results:
         return {"status": "na", "worst": None, "label": "-", "reason": "", "tooltip": "does not apply to this target",
                 "unexpected": 0, "first": None}
-    worst = max((r.get("status", "error") for r in results), key=lambda s: STATUS_RANK.get(s, 3))
+    worst = max((r.get("status", "error") for r in results), key=lambda s: STATUS_RANK.get(s, 4))
     of_worst = [r for r in results if r.get("status", "error") == worst]
     # ``counts`` (the matrix): as on the console and in report.md, an op property (one result per op and
     # dtype) always shows how many of its results have the worst status.
@@ -209,7 +210,7 @@ def aggregate(target, results, counts=False):
         where = "%s %s: " % (first.get("op", ""), first.get("dtype", "")) if first.get("op") else ""
         reason = where + first.get("reason", "") if len(reasons) > 1 else first.get("reason", "")
         lines = ["%s %s: %s: %s" % (r.get("op", ""), r.get("dtype", ""), r.get("status", ""), r.get("reason", ""))
-                 for r in sorted(results, key=lambda r: -STATUS_RANK.get(r.get("status"), 3))[:8]]
+                 for r in sorted(results, key=lambda r: -STATUS_RANK.get(r.get("status"), 4))[:8]]
         if len(results) > 8:
             lines.append("\u2026 and %d more" % (len(results) - 8))
     if unexpected:
@@ -273,8 +274,8 @@ class _Ids:
 
 
 def _failing(result):
-    """Whether ``result`` (dict) gets a failure block: status fail or error."""
-    return result.get("status") in ("fail", "error")
+    """Whether ``result`` (dict) gets a failure block: status fail, flaky or error."""
+    return result.get("status") in ("fail", "flaky", "error")
 
 
 def _assign_ids(report):
@@ -481,7 +482,7 @@ def _ops_section(t, columns, ids):
     for _, by in rows:
         for r in by.values():
             counts[r.get("status")] = counts.get(r.get("status"), 0) + 1
-    tally = ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts, key=lambda s: STATUS_RANK.get(s, 3)))
+    tally = ", ".join("%s %d" % (k, counts[k]) for k in sorted(counts, key=lambda s: STATUS_RANK.get(s, 4)))
     what = "%d op \u00d7 dtype run(s) (%s)" % (len(rows), tally)
     if len(rows) <= OPS_OPEN_LIMIT:
         return '<details open><summary>ops: %s</summary>%s</details>' % (_e(what), _op_table(t, rows, props, ids))
@@ -725,6 +726,25 @@ def _target_section(report, t, columns, ids, report_dir):
     return "".join(out)
 
 
+def _pins_section(report):
+    """A matrix run over two or more pins: what differs between the first pin
+    and each other one (flagprop.diff's table: the components, ops and dtypes
+    whose results differ), or "" for a run of at most one pin."""
+    from flagprop import diff  # the same classes as `flagprop diff REPORT --pins A B`
+
+    pins = diff.pin_pairs(report)
+    if len(pins) < 2:
+        return ""
+    parts = ['<section id="pins"><h2>Across the pins</h2>']
+    for other in pins[1:]:
+        doc = diff.diff_pins(report, pins[0], other, "this run")
+        counts = ", ".join("%s %d" % (c, doc["counts"][c]) for c in diff.CLASSES)
+        parts.append("<h3>%s → %s</h3><p>%s</p>%s" % (_e(pins[0]), _e(other), _e(counts),
+                                                            diff.diff_table_html(doc)))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
 def render(report, report_dir):
     """The whole report.html page for ``report`` (the parsed report.json, a
     dict of schema ``flagprop.report/1``); ``report_dir`` (str) is the folder
@@ -746,6 +766,7 @@ def render(report, report_dir):
         _header(report),
         _summary(report, ids),
         _matrix(report, columns, ids),
+        _pins_section(report),
         '<section id="targets"><h2>Targets</h2>',
     ]
     for t in report.get("targets") or []:

@@ -166,6 +166,7 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   std::set<std::string> done;
   std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
+  std::map<std::string, json> confirm;  // run key -> a crash to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
   for (const auto& r : before.value("results", json::array())) {
     if (r.value("key", std::string()) == "process") continue;
@@ -177,10 +178,17 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       retry[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = obs.value("crash", std::string());
       continue;
     }
+    const bool died = obs.contains("crash");
+    if (died) crashed[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = r;
+    // A death (not a hang: judging it again costs its time limit again) not
+    // yet judged again: once more in this process, which is a fresh one.
+    if (died && !obs.contains("recurred") && !obs.contains("as") && obs.value("crash", std::string()).find("timed out") == std::string::npos &&
+        r.contains("counterexample") && !r.at("counterexample").is_null()) {
+      confirm[r.value("key", std::string())] = r;
+      continue;
+    }
     doc["results"].push_back(r);
     done.insert(r.value("key", std::string()));
-    if (r.contains("observations") && r["observations"].contains("crash"))
-      crashed[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = r;
   }
   std::vector<PropertyRun> left;
   for (auto& run : runs) {
@@ -194,6 +202,11 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       left.push_back(std::move(run));
       continue;
     }
+    if (const auto again = confirm.find(runKey(run)); again != confirm.end()) {
+      run.confirmCrash = again->second;
+      left.push_back(std::move(run));
+      continue;
+    }
     const auto c = crashed.find(run.op + "/" + run.dtype);
     if (c != crashed.end() && run.checkKind == "op") {
       json r = c->second;
@@ -201,6 +214,7 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       r["title"] = run.title;
       r["key"] = runKey(run);
       r["reason"] = "(as " + c->second.value("property", std::string()) + ") " + c->second.value("reason", std::string());
+      r["observations"]["as"] = c->second.value("property", std::string());  // not judged again on its own
       doc["results"].push_back(r);
       continue;
     }
@@ -249,6 +263,11 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
     o.observations["db"] = {{"replayed", 1}, {"still_failing", {{"file", inflight.at("example")}}}};
   if (inflight.value("confirming", false))
     o.reason = "the " + why + " on this case, judged again after it had failed (kept unshrunk)";
+  if (inflight.contains("confirming_crash")) {  // it had ended a process before: the same death twice
+    o.reason = "the " + why + " on this case, and again when it was judged in a fresh process (kept unshrunk)";
+    o.observations["recurred"] = true;
+    o.observations["replays"] = {{"failed", 2}, {"of", 2}};
+  }
   return o;
 }
 

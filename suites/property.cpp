@@ -294,6 +294,45 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     o.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of) +
                " times it was judged (" + o.reason + ")";
   };
+  // A case an earlier process died on: once more, in this fresh process.
+  if (run.confirmCrash.is_object() && opts.reproduce.empty()) {
+    const json before = run.confirmCrash.value("observations", json::object());
+    const std::string crash = before.value("crash", std::string());
+    const Case c{run.confirmCrash.at("counterexample")};
+    const auto judged = judgeOnce(c, before.value("sampler", std::string()), {{"confirming_crash", crash}});
+    out.observations = before;
+    out.counterexample = c.value;
+    out.casesRun = 1;
+    LastFailure failure;
+    if (const auto* f = std::get_if<CaseFailure>(&judged)) {
+      failure = {c.value, f->evidence, f->why};
+    } else {
+      const json& result = std::get<json>(judged);
+      const json v = result.contains("discard") || result.contains("inactive") ? json{{"pass", true}}
+                                                                                : verdictOf(result, run.id);
+      if (!v.at("pass").get<bool>())
+        failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
+                   v.value("kinds", json::array())};
+    }
+    out.observations["recurred"] = false;  // the process did not die on it again
+    if (!failure.why.empty()) {
+      out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
+      out.reason = failure.why + " (the " + crash + " on this case first; judged again in a fresh process it " +
+                   "failed without dying)";
+      if (failure.evidence.is_object())
+        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+      if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
+      out.observations["replays"] = {{"failed", 2}, {"of", 2}};
+    } else {
+      out.status = "flaky";
+      out.reason = "flaky: the " + crash + " on this case, and it passed when judged again in a fresh process " +
+                   "(failed 1 of the 2 times it was judged)";
+      out.observations["replays"] = {{"failed", 1}, {"of", 2}};
+    }
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (run.finish) run.finish(out);
+    return out;
+  }
   // Stored examples first: the first that still fails is the outcome.
   json db = json::object();
   if (opts.reproduce.empty() && !opts.examples.empty()) {

@@ -125,6 +125,13 @@ struct PropertyRun {
     std::string retriedAfter;
   };
   std::optional<Fallback> fallback;
+  /// A case an earlier target process died on (that crash's result, with
+  /// its counterexample and observations.crash): judged first and once in
+  /// this fresh process, instead of a search. Dying again is that crash
+  /// confirmed (the parent records it: observations.recurred); a normal
+  /// failure is a fail; a pass makes the run flaky (failed 1 of 2). Null:
+  /// none.
+  json confirmCrash;
 };
 
 /// Thrown by a judge to fail a case without replacing the recorded

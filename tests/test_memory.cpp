@@ -261,3 +261,46 @@ TEST(Memory, DiffBetweenTwoPinsOfOneRun) {
   EXPECT_NE(page.find("coverage gained"), std::string::npos);
   flagprop::removeTree(d.string());
 }
+
+// A case a target process died on is judged once more in the fresh process
+// that goes on: a death that recurs is a confirmed crash (the segfault
+// fixture, every time), one that does not is flaky (CRASH_ONCE: the op dies
+// only the first time).
+TEST(Memory, ADeathThatDoesNotRecurInAFreshProcessIsFlaky) {
+  const fs::path d = scratch("crash-once");
+  json m = load(kFixtures + "/targets/ops-segfault.json");
+  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
+  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  m["ops"]["globals"] = {{"FAULTS", json::array()}, {"CRASH_ONCE", (d / "crashed-once").string()}};
+  m["catalog"] = {"rsqrt"};
+  m["properties"] = {"P5"};
+  m["expect"] = {{"P5", "flaky"}};
+  std::ofstream(d / "crash-once.json") << m.dump(2);
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "crash-once.json").string() +
+                   " --no-db --report-dir " + (d / "r").string() + " --seed 4",
+               &out),
+            0)
+      << out;
+  EXPECT_TRUE(fs::exists(d / "crashed-once")) << "the op died once";
+  const json r = load(d / "r/report.json");
+  const json& res = onlyResult(r);
+  EXPECT_EQ(res.value("status", ""), "flaky");
+  EXPECT_NE(res.value("reason", "").find("signal 11"), std::string::npos) << res.value("reason", "");
+  EXPECT_EQ(res.at("observations").value("recurred", true), false);
+  EXPECT_EQ(res.at("observations").at("replays"), (json{{"failed", 1}, {"of", 2}}));
+  EXPECT_EQ(r.at("targets").at(0).at("crashes").size(), 1u);
+
+  // The segfault fixture dies every time: confirmed, a plain fail.
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + kFixtures + "/targets/ops-segfault.json" +
+                   " --op rsqrt --property P5 --no-db --report-dir " + (d / "s").string() + " --seed 4",
+               &out),
+            0)
+      << out;
+  const json s = load(d / "s/report.json");
+  const json& died = onlyResult(s);
+  EXPECT_EQ(died.value("status", ""), "fail");
+  EXPECT_EQ(died.at("observations").value("recurred", false), true);
+  EXPECT_NE(died.value("reason", "").find("and again when it was judged in a fresh process"), std::string::npos);
+  flagprop::removeTree(d.string());
+}

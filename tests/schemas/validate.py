@@ -16,8 +16,9 @@ with the jsonschema library (Debian: python3-jsonschema), draft 2020-12.
       the run's seed is the decimal string SEED (not a number), everywhere
       the report records it.
   validate.py --run FLAGPROP --seed SEED [--keep DIR] -- RUN_ARGS...
-      runs `FLAGPROP run RUN_ARGS --seed SEED --report-dir TMP`, then checks
-      its report.json as --report --seed does.
+      runs `FLAGPROP run RUN_ARGS --seed SEED --report-dir TMP --db TMP/db`,
+      then checks its report.json as --report --seed does, and each example
+      the run stored against example.schema.json.
 
 Exit status: 0 valid, 1 invalid (every error printed, path and message), 2
 usage or environment error (e.g. no jsonschema).
@@ -277,12 +278,31 @@ def validate_report(path, seed=None):
     return 1 if n or seeds else 0
 
 
+def validate_examples(db):
+    """Validates every stored example under ``db`` against
+    example.schema.json; 1 when one is invalid or there is none."""
+    validator = load_schema("example")
+    files = [os.path.join(d, f) for d, _, names in os.walk(db) for f in names if f.endswith(".json")]
+    n = 0
+    for path in sorted(files):
+        with open(path) as f:
+            problems, k = errors_of(validator, json.load(f), path)
+        for p in problems:
+            print(p)
+        n += k
+    print("examples in %s: %d file(s); %s" % (db, len(files), "%d schema error(s)" % n if n else "valid"))
+    return 1 if n or not files else 0
+
+
 def run_and_validate(flagprop, seed, args, keep):
     out = keep or tempfile.mkdtemp(prefix="flagprop-schema-")
     report_dir = os.path.join(out, "report")
     if os.path.exists(report_dir):
         shutil.rmtree(report_dir)
-    cmd = [flagprop, "run"] + args + ["--seed", seed, "--report-dir", report_dir]
+    db = os.path.join(out, "db")
+    if os.path.exists(db):
+        shutil.rmtree(db)
+    cmd = [flagprop, "run"] + args + ["--seed", seed, "--report-dir", report_dir, "--db", db]
     print("running:", " ".join(cmd), flush=True)
     rc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT).returncode
     path = os.path.join(report_dir, "report.json")
@@ -290,7 +310,7 @@ def run_and_validate(flagprop, seed, args, keep):
         if rc not in (0, 1) or not os.path.isfile(path):
             print("flagprop run exited %d without a report (%s)" % (rc, path))
             return 1
-        return validate_report(path, seed)
+        return validate_report(path, seed) | validate_examples(db)
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)

@@ -14,6 +14,9 @@
 #   build  configure and build into build-gpu (Release)
 #   test   ctest: the CPU tests against this torch
 #   pins   the installer pin matrix on cuda:0 (matrix/targets/h200.json) and its reproducers
+#   pins-memory  the pin matrix (matrix/pins.json: CPU mocks and cuda:0) twice on one example
+#          database ($OUTDIR/db), then flagprop diff between the R5 and latest pins of the second run
+#          and between the two runs
 #   ops    P5 / P6 on FlagGems' kernels for every catalog op, $FLAGPROP_CASES cases per op
 #          and dtype (default 30), in $FLAGPROP_JOBS processes at once (default 6), each
 #          stopped after $FLAGPROP_TIMEOUT s (default 400)
@@ -150,6 +153,18 @@ for MODE in "$@"; do
       grep -E "^\[h200|^target|^h200" "$OUTDIR/pins.log" | grep -v "^\[h200.*\] P[0-9].* \.\.\. pass"
       summary "$OUTDIR/pins"
       reproducers "$OUTDIR/pins" ;;
+    pins-memory)
+      matrix/assemble_pins.sh >/dev/null || exit 1
+      for n in 1 2; do
+        $FP run --manifest matrix/pins.json --seed $((4 + n)) --db "$OUTDIR/db" --report-dir "$OUTDIR/pins-run$n" \
+          >"$OUTDIR/pins-run$n.log" 2>&1
+        echo "== pin matrix, run $n: exit $?"
+        grep -E "^(target|pin-|h200-|results:|example database)" "$OUTDIR/pins-run$n.log"
+      done
+      $FP diff "$OUTDIR/pins-run2" --pins r5 latest --out "$OUTDIR/diff-pins"
+      echo "== diff --pins r5 latest: exit $?"
+      $FP diff "$OUTDIR/pins-run1" "$OUTDIR/pins-run2" --out "$OUTDIR/diff-runs"
+      echo "== diff run 1 -> run 2: exit $?" ;;
     ops) run_ops ops matrix/targets/h200-flaggems-ops.json ;;
     hits)
       matrix/assemble_pins.sh >/dev/null || exit 1

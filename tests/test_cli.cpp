@@ -337,10 +337,21 @@ TEST(Cli, FollowsCommandLineConventions) {
   std::string out;
   EXPECT_EQ(sh(fp + " --version", &out), 0);
   EXPECT_EQ(out.rfind("flagprop ", 0), 0u) << out;
-  for (const char* cmd : {"run", "ops", "drafts", "html", "properties"}) {
+  for (const char* cmd : {"run", "ops", "drafts", "html", "properties", "diff"}) {
     EXPECT_EQ(sh(fp + " " + cmd + " --help", &out), 0) << cmd;
-    EXPECT_NE(out.find("usage:"), std::string::npos) << cmd << out;
+    // Each command's own usage: the first line names it.
+    EXPECT_EQ(out.rfind("usage: flagprop " + std::string(cmd), 0), 0u) << cmd << out;
+    EXPECT_EQ(out.find("--report-dir DIR") != std::string::npos, std::string(cmd) == "run") << cmd << out;
   }
+  std::string all;
+  EXPECT_EQ(sh(fp + " --help", &all), 0);
+  EXPECT_NE(all.find("flagprop diff OLD NEW"), std::string::npos) << all;
+  // An option a command does not know is refused, not taken for an op name.
+  EXPECT_EQ(sh(fp + " ops --bogus", &out), 2);
+  EXPECT_NE(out.find("unknown option '--bogus'"), std::string::npos) << out;
+  // --db names a folder.
+  EXPECT_EQ(sh(fp + " run --db " + targets + "well-behaved.json", &out), 2);
+  EXPECT_NE(out.find("a file, not a folder"), std::string::npos) << out;
   // A missing manifest file is a usage error: exit 2, said on stderr, no report.
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-conventions-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());

@@ -1180,6 +1180,12 @@ json schemaJson(const OpSchema& s) {
 // why it is excluded) and `flagprop ops NAME...` (the schema as flagprop
 // reads it and the class). Exit 1 when a NAME is no ATen overload here.
 int opsCommand(const std::vector<std::string>& names) {
+  for (const auto& n : names)  // an option it does not know is not an op name
+    if (n.rfind("--", 0) == 0 && (n != "--flaggems" || names.size() != 1)) {
+      std::cerr << "flagprop: ops: unknown option '" << n << "' (flagprop ops --flaggems, or overload names; try "
+                << "flagprop ops --help)\n";
+      return 2;
+    }
   ensureInterpreter();
   if (names.size() == 1 && names[0] == "--flaggems") {
     std::map<std::string, int> counts;
@@ -1217,9 +1223,29 @@ std::string selfPath(const char* argv0) {
 }
 
 // The help of one command (or all of them): what `COMMAND --help` prints.
+// `flagprop COMMAND --help`: that command's usage (and the run options for
+// run and run-target); `flagprop --help`: every command, then the run options.
 void printHelp(const std::string& command) {
-  std::cout << kUsageHead;
-  if (command.empty() || command == "run" || command == "run-target") std::cout << kRunOptions;
+  static const std::map<std::string, std::string> usage = {
+      {"run", "usage: flagprop run [options]\n\nRuns every target (default: the built-in fixture matrix on the CPU) "
+              "and writes a report.\n"},
+      {"run-target", "usage: flagprop run-target --manifest M --out FILE [options]\n\nOne target in this process "
+                     "(what `flagprop run` starts per target); writes its target document to FILE.\n"},
+      {"drafts", "usage: flagprop drafts REPORT_DIR\n\nWrites a bug-report draft per distinct failure of a report "
+                 "(REPORT_DIR/drafts/); `flagprop run` writes them too.\n"},
+      {"html", "usage: flagprop html REPORT_DIR\n\nWrites REPORT_DIR/report.html from its report.json.\n"},
+      {"ops", "usage: flagprop ops [--flaggems | NAME...]\n\nThe hand-written catalog (op, dtypes, ATen schema); "
+              "with --flaggems every overload FlagGems registers and how flagprop judges it or why it is "
+              "excluded; with names, each ATen overload's schema as flagprop reads it, and its class.\n"},
+      {"properties", "usage: flagprop properties\n\nThe properties: id, title, when it holds.\n"},
+      {"seed-case", "usage: flagprop seed-case\n\nThe published seed case (native_layer_norm) as a case.\n"}};
+  const auto it = usage.find(command);
+  if (it == usage.end()) {
+    std::cout << kUsageHead << kRunOptions;
+    return;
+  }
+  std::cout << it->second;
+  if (command == "run" || command == "run-target") std::cout << kRunOptions;
 }
 
 // `flagprop drafts DIR` / `flagprop html DIR`: from an existing report.

@@ -78,7 +78,7 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   report["provenance"] = prov;
   json counts = {{"pass", 0}, {"fail", 0}, {"flaky", 0}, {"skip", 0}, {"error", 0}};
   json unexpected = json::array();
-  json db = {{"replayed", 0}, {"still_failing", 0}, {"fixed", 0}, {"dropped", 0}, {"stored", 0}};
+  json db = {{"replayed", 0}, {"still_failing", 0}, {"flaky", 0}, {"fixed", 0}, {"dropped", 0}, {"stored", 0}};
   bool dbUsed = false;
   for (const auto& t : targets) {
     if (t.contains("db")) {
@@ -92,7 +92,8 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       if (!obs.is_object() || !obs.contains("db")) continue;
       const json& d = obs.at("db");
       db["replayed"] = db["replayed"].get<int>() + d.value("replayed", 0);
-      db["still_failing"] = db["still_failing"].get<int>() + (d.contains("still_failing") ? 1 : 0);
+      const std::string k = r.value("status", std::string()) == "flaky" ? "flaky" : "still_failing";
+      db[k] = db[k].get<int>() + (d.contains("still_failing") ? 1 : 0);
       db["fixed"] = db["fixed"].get<int>() + static_cast<int>(d.value("fixed", json::array()).size());
       db["dropped"] = db["dropped"].get<int>() + static_cast<int>(d.value("dropped", json::array()).size());
     }
@@ -525,7 +526,8 @@ void header(std::ostringstream& md, const json& report) {
   if (s.contains("db")) {
     const json& d = s.at("db");
     md << "- example database `" << d.value("dir", std::string()) << "`: " << d.value("replayed", 0) << " stored example(s) "
-       << "replayed, " << d.value("still_failing", 0) << " still failing, " << d.value("fixed", 0) << " fixed, "
+       << "replayed, " << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, "
+       << d.value("fixed", 0) << " fixed, "
        << d.value("dropped", 0) << " dropped (no longer a valid case), " << d.value("stored", 0) << " stored by this run\n";
   }
   md << "\n";
@@ -917,8 +919,8 @@ void printSummary(const json& report, std::ostream& os) {
   if (s.contains("db")) {
     const json& d = s.at("db");
     os << "example database " << d.value("dir", std::string()) << ": " << d.value("replayed", 0) << " replayed, "
-       << d.value("still_failing", 0) << " still failing, " << d.value("fixed", 0) << " fixed, " << d.value("dropped", 0)
-       << " dropped, " << d.value("stored", 0) << " stored";
+       << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, " << d.value("fixed", 0)
+       << " fixed, " << d.value("dropped", 0) << " dropped, " << d.value("stored", 0) << " stored";
     if (d.contains("error")) os << " (" << d.value("error", std::string()) << ")";
     os << "\n";
   }

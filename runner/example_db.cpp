@@ -23,11 +23,27 @@ namespace {
 
 constexpr const char* kSchema = "flagprop.example/1";
 
-// A file-name-safe spelling: letters, digits, '.', '-' kept; the rest '_'.
-std::string safe(std::string s) {
+// A file-name-safe spelling: letters, digits, '.', '-' kept; the rest '_';
+// a long one cut to 100 characters and told apart by a digest of the whole.
+std::string safe(const std::string& in) {
+  std::string s = in;
   for (auto& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
-  return s.substr(0, 120);
+  if (s.size() <= 120) return s;
+  return s.substr(0, 100) + "-" + hmacSha256Hex(kSchema, in).substr(0, 16);
+}
+
+// Whether `ex` is a whole example of run key `key` (and of `target`, when
+// given): every field the replay reads, of its type.
+bool wellFormed(const json& ex, const std::string& key, const std::string& target) {
+  if (!ex.is_object() || ex.value("schema", json()) != kSchema || ex.value("key", json()) != key) return false;
+  if (!target.empty() && ex.value("target", json()) != target) return false;
+  if (!ex.contains("case") || !ex.at("case").is_object()) return false;
+  for (const char* k : {"stored_at", "stored_in", "reason"})
+    if (!ex.contains(k) || !ex.at(k).is_string()) return false;
+  if (ex.contains("sampler") && !ex.at("sampler").is_string()) return false;
+  if (ex.contains("rank") && !ex.at("rank").is_number_integer()) return false;
+  return true;
 }
 
 std::string utcNow() {
@@ -59,8 +75,10 @@ bool storeOne(const std::string& folder, const json& doc, const json& r, const j
   const std::string key = r.value("key", std::string());
   const std::string digest = hmacSha256Hex(kSchema, key + "\n" + cex.dump()).substr(0, 16);
   const std::string path = folder + "/" + safe(key) + "." + digest + ".json";
-  std::error_code ec;
-  if (fs::exists(path, ec)) return false;
+  try {  // the same example, stored already (a file that is not one is written over)
+    if (wellFormed(json::parse(readFile(path, uint64_t(64) << 20)), key, "")) return false;
+  } catch (const std::exception&) {
+  }
   json ex = {{"schema", kSchema},
              {"target", doc.value("name", std::string())},
              {"device", doc.value("target", json::object()).value("device", std::string("cpu"))},
@@ -98,7 +116,7 @@ std::string exampleFolder(const std::string& db, const std::string& target, cons
   return db + "/" + safe(target) + "@" + safe(device.substr(0, device.find(':')));
 }
 
-std::vector<json> loadExamples(const std::string& folder, const std::string& key) {
+std::vector<json> loadExamples(const std::string& folder, const std::string& key, const std::string& target) {
   std::vector<json> out;
   std::error_code ec;
   const std::string prefix = safe(key) + ".";
@@ -107,10 +125,9 @@ std::vector<json> loadExamples(const std::string& folder, const std::string& key
     if (name.rfind(prefix, 0) != 0 || name.size() < 5 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
     try {
       json ex = json::parse(readFile(it->path().string(), uint64_t(64) << 20));
-      if (ex.value("schema", std::string()) != kSchema || ex.value("key", std::string()) != key ||
-          !ex.contains("case"))
-        continue;
+      if (!wellFormed(ex, key, target)) continue;
       ex["file"] = it->path().string();
+      ex["reason"] = ex.at("reason").get<std::string>().substr(0, 2000);
       out.push_back(std::move(ex));
     } catch (const std::exception&) {  // removed meanwhile, or not an example: not ours to judge
     }
@@ -133,7 +150,9 @@ int storeExamples(const std::string& db, const json& doc, const std::string& sto
   for (const auto& r : doc.value("results", json::array())) {
     const std::string st = r.value("status", std::string());
     const json obs = r.value("observations", json::object());
-    if ((st != "fail" && st != "error") || !r.contains("counterexample") || r.at("counterexample").is_null()) continue;
+    if ((st != "fail" && st != "error" && st != "flaky") || !r.contains("counterexample") ||
+        !r.at("counterexample").is_object())
+      continue;
     if (obs.contains("db") && obs.at("db").contains("still_failing")) continue;
     if (r.value("key", std::string()) == "process") continue;
     std::error_code ec;

@@ -31,17 +31,22 @@ std::string defaultExampleDb();
 /// the colon is what counts, so examples found on cuda:0 replay on cuda:1).
 std::string exampleFolder(const std::string& db, const std::string& target, const std::string& device);
 
-/// The examples stored in `folder` for run key `key` ("P5/add.Tensor/float32"),
-/// oldest first (of one run's, its first failure before its distinct ones), each with "file" (its path) added. A file that is not a
-/// flagprop.example/1 document of that key is skipped (never an error: the
-/// database is a cache). Nothing when the folder does not exist.
-std::vector<nlohmann::json> loadExamples(const std::string& folder, const std::string& key);
+/// The examples stored in `folder` for run key `key` ("P5/add.Tensor/float32")
+/// of target `target` (any target when empty), oldest first (of one run's,
+/// its first failure before its distinct ones), each with "file" (its path)
+/// added and its reason cut to 2000 characters. A file that is not a whole
+/// flagprop.example/1 document of that key and target (unreadable, another
+/// key, a field missing or of another type) is skipped, never an error: the
+/// database is a cache. Nothing when the folder does not exist.
+std::vector<nlohmann::json> loadExamples(const std::string& folder, const std::string& key,
+                                         const std::string& target = "");
 
 /// Stores the failures of one finished target document (runner.h's
 /// runTarget / collectChildDocument): every result with status fail or
-/// error and a counterexample, and each of its distinct_failures, unless it
-/// came from a stored example (observations.db.still_failing: its file is
-/// already there) or is flaky. `storedIn` is the report folder named in the
+/// flaky or error and a counterexample, and each of its distinct_failures,
+/// unless it came from a stored example (observations.db.still_failing: its
+/// file is already there). A file of the same name that is not a whole
+/// example of the key is written over. `storedIn` is the report folder named in the
 /// files. Returns how many files were written; throws FileError when the
 /// folder cannot be created or a file cannot be written.
 int storeExamples(const std::string& db, const nlohmann::json& targetDoc, const std::string& storedIn);

@@ -77,7 +77,7 @@ class PropertyTest : public testing::Test {
       };
     }
     if (!opts_->exampleDb.empty() && ro.reproduce.empty())
-      ro.examples = loadExamples(exampleFolder(opts_->exampleDb, t.name, t.device), runKey(*run_));
+      ro.examples = loadExamples(exampleFolder(opts_->exampleDb, t.name, t.device), runKey(*run_), t.name);
     const PropertyOutcome o = runProperty(*run_, ro);
     if (o.observations.contains("db"))  // what passes now, or is no longer a valid case, is not kept
       for (const char* k : {"fixed", "dropped"})
@@ -180,9 +180,12 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     }
     const bool died = obs.contains("crash");
     if (died) crashed[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = r;
-    // A death (not a hang: judging it again costs its time limit again) not
-    // yet judged again: once more in this process, which is a fresh one.
-    if (died && !obs.contains("recurred") && !obs.contains("as") && obs.value("crash", std::string()).find("timed out") == std::string::npos &&
+    // A death (not a hang: judging it again costs its time limit again) or a
+    // lost device context not yet judged again: once more in this process,
+    // which is a fresh one.
+    const bool lost = r.value("reason", std::string()).rfind(kDeviceLostReason, 0) == 0;
+    if ((died || lost) && !obs.contains("recurred") && !obs.contains("as") &&
+        obs.value("crash", std::string()).find("timed out") == std::string::npos &&
         r.contains("counterexample") && !r.at("counterexample").is_null()) {
       confirm[r.value("key", std::string())] = r;
       continue;

@@ -145,7 +145,7 @@ std::string lostDeviceIn(const json& result) {
 }
 
 json lostResult(const json& evidence, const std::string& why) {
-  const json v = {{"pass", false}, {"reason", "the device context was lost while running this case (unshrunk): " + why}};
+  const json v = {{"pass", false}, {"reason", kDeviceLostReason + why}};
   return {{"verdicts", {{"P5", v}, {"P6", v}}}, {"evidence", evidence}};
 }
 

@@ -297,9 +297,15 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   // A case an earlier process died on: once more, in this fresh process.
   if (run.confirmCrash.is_object() && opts.reproduce.empty()) {
     const json before = run.confirmCrash.value("observations", json::object());
-    const std::string crash = before.value("crash", std::string());
+    // What happened the first time: the process died ("the target process
+    // died with signal 11 (...)"), or the device context was lost.
+    const std::string crash = before.contains("crash") ? "the " + before.value("crash", std::string())
+                                                       : run.confirmCrash.value("reason", std::string()).substr(0, 300);
     const Case c{run.confirmCrash.at("counterexample")};
-    const auto judged = judgeOnce(c, before.value("sampler", std::string()), {{"confirming_crash", crash}});
+    json extra = {{"confirming_crash", crash}};
+    if (before.contains("db") && before.at("db").contains("still_failing"))  // a stored example's death: still one
+      extra["example"] = before.at("db").at("still_failing").value("file", std::string());
+    const auto judged = judgeOnce(c, before.value("sampler", std::string()), extra);
     out.observations = before;
     out.counterexample = c.value;
     out.casesRun = 1;
@@ -314,18 +320,27 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
         failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
                    v.value("kinds", json::array())};
     }
-    out.observations["recurred"] = false;  // the process did not die on it again
-    if (!failure.why.empty()) {
+    // The process did not die on it again; a lost device context lost again is the same fault recurring.
+    const bool lostAgain = failure.why.rfind(kDeviceLostReason, 0) == 0;
+    out.observations["recurred"] = lostAgain;
+    if (lostAgain) {
+      out.status = "fail";
+      out.reason = "the device context was lost on this case, and again when it was judged in a fresh process: " +
+                   failure.why.substr(std::string(kDeviceLostReason).size());
+      if (failure.evidence.is_object())
+        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+      out.observations["replays"] = {{"failed", 2}, {"of", 2}};
+    } else if (!failure.why.empty()) {
       out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
-      out.reason = failure.why + " (the " + crash + " on this case first; judged again in a fresh process it " +
-                   "failed without dying)";
+      out.reason = failure.why + " (" + crash + " on this case first; judged again in a fresh process it " +
+                   "failed without that)";
       if (failure.evidence.is_object())
         for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
       if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
       out.observations["replays"] = {{"failed", 2}, {"of", 2}};
     } else {
       out.status = "flaky";
-      out.reason = "flaky: the " + crash + " on this case, and it passed when judged again in a fresh process " +
+      out.reason = "flaky: " + crash + " on this case, and it passed when judged again in a fresh process " +
                    "(failed 1 of the 2 times it was judged)";
       out.observations["replays"] = {{"failed", 1}, {"of", 2}};
     }
@@ -338,6 +353,28 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (opts.reproduce.empty() && !opts.examples.empty()) {
     json fixed = json::array(), dropped = json::array();
     int replayed = 0;
+    // One judging of a stored case: nullopt when it holds; `rejected` set
+    // when it is no case of this run any more (the reference rejects it, or
+    // the harness cannot build it although it was stored as a failure).
+    auto judgeStored = [&](const Case& c, const std::string& sampler, const json& ex, bool again,
+                           std::string& rejected) -> std::optional<LastFailure> {
+      const auto judged = judgeOnce(c, sampler, {{"example", ex.value("file", std::string())}}, again);
+      if (const auto* f = std::get_if<CaseFailure>(&judged)) {
+        if (!f->sticky && f->why.rfind("harness error:", 0) == 0 && ex.value("status", std::string()) != "error") {
+          rejected = f->why.substr(0, 300);
+          return std::nullopt;
+        }
+        return LastFailure{c.value, f->evidence, f->why};
+      }
+      const json& result = std::get<json>(judged);
+      for (const char* k : {"discard", "inactive"})
+        if (result.contains(k) && result.at(k).is_string()) rejected = result.at(k).get<std::string>().substr(0, 300);
+      if (!rejected.empty()) return std::nullopt;
+      const json v = verdictOf(result, run.id);
+      if (v.at("pass").get<bool>()) return std::nullopt;
+      return LastFailure{c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
+                         v.value("kinds", json::array())};
+    };
     for (const auto& ex : opts.examples) {
       ++replayed;
       const Case c{ex.at("case")};
@@ -346,38 +383,50 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
                     {"stored_at", ex.value("stored_at", std::string())},
                     {"stored_in", ex.value("stored_in", std::string())},
                     {"reason", ex.value("reason", std::string())}};
-      const auto judged = judgeOnce(c, sampler, {{"example", brief["file"]}});
-      LastFailure failure;
-      if (const auto* f = std::get_if<CaseFailure>(&judged)) {
-        failure = {c.value, f->evidence, f->why};
-      } else {
-        const json& result = std::get<json>(judged);
-        std::string rejected;
-        for (const char* k : {"discard", "inactive"})
-          if (result.contains(k)) rejected = result.at(k).get<std::string>();
-        if (!rejected.empty()) {
-          brief["why"] = rejected.substr(0, 300);
-          dropped.push_back(brief);
-          continue;
+      // A case of another op or dtype (an edited file) is no case of this run.
+      if (!run.op.empty() && (c.value.value("op", json()) != json(run.op) || c.value.value("dtype", json()) != json(run.dtype))) {
+        brief["why"] = "its case is not one of " + out.key();
+        dropped.push_back(brief);
+        continue;
+      }
+      std::string rejected;
+      std::optional<LastFailure> failure = judgeStored(c, sampler, ex, false, rejected);
+      if (!rejected.empty()) {
+        brief["why"] = rejected;
+        dropped.push_back(brief);
+        continue;
+      }
+      int failedOf3 = 0;
+      if (!failure) {  // judged twice more before it is called fixed: a fault that comes and goes is flaky
+        for (int k = 0; k < 2; ++k) {
+          std::string ignored;
+          if (auto again = judgeStored(c, sampler, ex, true, ignored)) {
+            ++failedOf3;
+            if (!failure) failure = again;
+          }
         }
-        const json v = verdictOf(result, run.id);
-        if (v.at("pass").get<bool>()) {
+        if (!failure) {
           fixed.push_back(brief);
           continue;
         }
-        failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
-                   v.value("kinds", json::array())};
       }
-      out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
-      out.reason = failure.why + " (the stored example of " + brief["stored_at"].get<std::string>() + ", replayed)";
+      out.status = failure->why.rfind("harness error:", 0) == 0 ? "error" : "fail";
+      out.reason = failure->why + " (the stored example of " + brief["stored_at"].get<std::string>() + ", replayed)";
       out.casesRun = replayed;
       out.counterexample = c.value;
-      if (failure.evidence.is_object())
-        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
-      if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
+      if (failure->evidence.is_object())
+        for (auto it = failure->evidence.begin(); it != failure->evidence.end(); ++it) out.observations[it.key()] = it.value();
+      if (!failure->kinds.empty()) out.observations["kinds"] = failure->kinds;
       if (!sampler.empty()) out.observations["sampler"] = sampler;
       out.observations["db"] = {{"replayed", replayed}, {"still_failing", brief}, {"fixed", fixed}, {"dropped", dropped}};
-      confirm(out, c, sampler);
+      if (failedOf3 > 0) {  // it passed first, then failed: kept, and flaky
+        out.status = "flaky";
+        out.observations["replays"] = {{"failed", failedOf3}, {"of", 3}};
+        out.reason = "flaky: the stored example failed " + std::to_string(failedOf3) + " of the 3 times it was judged (" +
+                     out.reason + ")";
+      } else {
+        confirm(out, c, sampler);
+      }
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (run.finish) run.finish(out);
       return out;

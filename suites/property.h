@@ -125,14 +125,20 @@ struct PropertyRun {
     std::string retriedAfter;
   };
   std::optional<Fallback> fallback;
-  /// A case an earlier target process died on (that crash's result, with
-  /// its counterexample and observations.crash): judged first and once in
-  /// this fresh process, instead of a search. Dying again is that crash
-  /// confirmed (the parent records it: observations.recurred); a normal
-  /// failure is a fail; a pass makes the run flaky (failed 1 of 2). Null:
-  /// none.
+  /// A case an earlier target process died on, or lost the device context
+  /// on (that result, with its counterexample; observations.crash for a
+  /// death): judged first and once in this fresh process, instead of a
+  /// search. Dying again is that crash confirmed (the parent records it),
+  /// losing the device again is a fail; either is observations.recurred. A
+  /// normal failure is a fail; a pass makes the run flaky (failed 1 of 2).
+  /// Null: none.
   json confirmCrash;
 };
+
+/// How a case that lost the device context begins its reason (op runs):
+/// the case is kept unshrunk and the target's later runs go on in a fresh
+/// process.
+constexpr const char* kDeviceLostReason = "the device context was lost while running this case (unshrunk): ";
 
 /// Thrown by a judge to fail a case without replacing the recorded
 /// counterexample: an earlier case left the device unusable, so every later

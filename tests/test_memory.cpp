@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -152,6 +153,11 @@ TEST(Memory, AStoredFailureIsReplayedFirstThenReportedFixed) {
   EXPECT_NE(out.find("holds no report.json"), std::string::npos) << out;
   EXPECT_EQ(sh(diff + (d / "r1").string() + " --bogus", &out), 2);
   EXPECT_NE(out.find("unknown option '--bogus'"), std::string::npos) << out;
+  // A report.json of the right schema and the wrong shape is bad input (2), not a "new failure" (1).
+  fs::create_directories(d / "odd");
+  std::ofstream(d / "odd/report.json") << R"({"schema": "flagprop.report/1", "targets": [{"name": "x", "results": [{"key": 7}]}]})";
+  EXPECT_EQ(sh(diff + (d / "r1").string() + " " + (d / "odd").string() + " --out " + (d / "dodd").string(), &out), 2) << out;
+  EXPECT_NE(out.find("not a result document"), std::string::npos) << out;
   flagprop::removeTree(d.string());
 }
 
@@ -302,5 +308,101 @@ TEST(Memory, ADeathThatDoesNotRecurInAFreshProcessIsFlaky) {
   EXPECT_EQ(died.value("status", ""), "fail");
   EXPECT_EQ(died.at("observations").value("recurred", false), true);
   EXPECT_NE(died.value("reason", "").find("and again when it was judged in a fresh process"), std::string::npos);
+  flagprop::removeTree(d.string());
+}
+
+// A stored example that is broken, edited or of another run never decides a
+// verdict: one whose case the harness cannot build, or of another dtype, is
+// dropped (and the search runs and finds the real failure); a file with a
+// field of the wrong type is skipped; a file that is not a whole example is
+// written over when the run stores the same example.
+TEST(Memory, ABrokenOrForeignStoredExampleNeverDecidesAVerdict) {
+  const fs::path d = scratch("broken"), db = d / "db";
+  const fs::path faulty = sumManifest(d, true);
+  std::string out;
+  ASSERT_EQ(sh(run(faulty, db, d / "r0", 5), &out), 0) << out;
+  const fs::path folder = db / "fixture-ops-sum-drops-element@cpu";
+  fs::path first;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (load(e.path()).value("rank", -1) == 0) first = e.path();
+  ASSERT_FALSE(first.empty());
+  const json good = load(first);
+  struct Variant {
+    std::string name;
+    std::function<void(json&)> edit;
+    bool dropped;  // else skipped (not replayed at all)
+  };
+  const std::vector<Variant> variants = {
+      {"case-empty", [](json& ex) { ex["case"] = json::object(); }, true},
+      {"no-tensors", [](json& ex) { ex["case"]["calls"][0].erase("tensors"); }, true},
+      {"other-dtype",
+       [](json& ex) {
+         ex["case"]["dtype"] = "float16";
+         ex["case"]["calls"][0]["tensors"][0]["dtype"] = "float16";
+       },
+       true},
+      {"reason-int", [](json& ex) { ex["reason"] = 7; }, false},
+      {"case-string", [](json& ex) { ex["case"] = "hello"; }, false},
+  };
+  int k = 0;
+  for (const auto& v : variants) {
+    flagprop::removeTree(db.string());
+    fs::create_directories(folder);
+    json ex = good;
+    v.edit(ex);
+    std::ofstream(folder / first.filename()) << ex.dump();
+    const fs::path rep = d / ("r" + std::to_string(++k));
+    ASSERT_EQ(sh(run(faulty, db, rep, 5), &out), 0) << v.name << out;  // seed 5: the search finds the same case
+    const json r = load(rep / "report.json");
+    const json& res = onlyResult(r);
+    EXPECT_EQ(res.value("status", ""), "fail") << v.name;
+    EXPECT_TRUE(res.at("observations").contains("seed")) << v.name << ": the search ran";
+    EXPECT_FALSE(res.at("observations").contains("db") && res.at("observations").at("db").contains("still_failing"))
+        << v.name;
+    EXPECT_EQ(r.at("summary").at("db").value("still_failing", -1), 0) << v.name;
+    EXPECT_EQ(r.at("summary").at("db").value("dropped", -1), v.dropped ? 1 : 0) << v.name;
+    EXPECT_EQ(r.at("summary").at("db").value("replayed", -1), v.dropped ? 1 : 0) << v.name;
+    // The run stored its own examples, the first written over the broken file.
+    EXPECT_EQ(load(folder / first.filename()).at("case"), good.at("case")) << v.name;
+  }
+  flagprop::removeTree(d.string());
+}
+
+// A lost device context is judged again in a fresh process too: lost again
+// is a confirmed fail, not lost again (LOSE_DEVICE_ONCE) is flaky.
+TEST(Memory, ALostDeviceThatDoesNotRecurInAFreshProcessIsFlaky) {
+  const fs::path d = scratch("lost-once");
+  json m = load(kFixtures + "/targets/ops-device-lost.json");
+  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
+  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  m["ops"]["globals"] = {{"FAULTS", json::array()}, {"LOSE_DEVICE_ONCE", (d / "lost-once").string()}};
+  m["properties"] = {"P5"};
+  m["dtypes"] = {"float32"};
+  m["expect"] = {{"P5", "flaky"}};
+  std::ofstream(d / "lost-once.json") << m.dump(2);
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "lost-once.json").string() +
+                   " --no-db --report-dir " + (d / "r").string() + " --seed 4",
+               &out),
+            0)
+      << out;
+  const json report = load(d / "r/report.json");
+  const json& res = onlyResult(report);
+  EXPECT_EQ(res.value("status", ""), "flaky") << res.value("reason", "");
+  EXPECT_NE(res.value("reason", "").find("the device context was lost"), std::string::npos) << res.value("reason", "");
+  EXPECT_EQ(res.at("observations").at("replays"), (json{{"failed", 1}, {"of", 2}}));
+  m["ops"]["globals"] = {{"FAULTS", {"device_lost"}}};
+  m["expect"] = {{"P5", "fail"}};
+  std::ofstream(d / "lost.json") << m.dump(2);
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "lost.json").string() + " --no-db --report-dir " +
+                   (d / "s").string() + " --seed 4",
+               &out),
+            0)
+      << out;
+  const json again = load(d / "s/report.json");
+  const json& lost = onlyResult(again);
+  EXPECT_EQ(lost.value("status", ""), "fail");
+  EXPECT_EQ(lost.at("observations").value("recurred", false), true);
+  EXPECT_NE(lost.value("reason", "").find("and again when it was judged in a fresh process"), std::string::npos);
   flagprop::removeTree(d.string());
 }

@@ -55,6 +55,18 @@ def load_report(folder):
         raise DiffError("%s: cannot read it (%s)" % (path, e)) from e
     if not isinstance(report, dict) or report.get("schema") != SCHEMA:
         raise DiffError("%s is not a %s document" % (path, SCHEMA))
+    targets = report.get("targets")
+    if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
+        raise DiffError("%s: its targets are not a list of target documents" % path)
+    for t in targets:
+        results = t.get("results", [])
+        if not isinstance(t.get("name", ""), str) or not isinstance(results, list):
+            raise DiffError("%s: target %r has no list of results" % (path, t.get("name")))
+        for r in results:
+            if not isinstance(r, dict) or not isinstance(r.get("key", ""), str) or \
+                    not isinstance(r.get("status", ""), str) or not isinstance(r.get("reason", ""), str):
+                raise DiffError("%s: target %r has a result that is not a result document (key, status and "
+                                "reason strings)" % (path, t.get("name")))
     return report
 
 
@@ -131,9 +143,15 @@ def compare(old_results, new_results):
     replay), ``counts`` ({class: n}) and ``by_target`` ({target: {property:
     {class: n}}})."""
     changes = []
+    ran_old = {label for label, key in old_results if key != "target"}
+    ran_new = {label for label, key in new_results if key != "target"}
     for label, key in sorted(set(old_results) | set(new_results)):
         old, new = old_results.get((label, key)), new_results.get((label, key))
         cls = classify(old, new)
+        if key == "target" and old and not new and label in ran_new:
+            cls = "fixed"  # the target error is gone: the target runs now (its results are counted on their own)
+        elif key == "target" and new and not old and label not in ran_old:
+            cls = "new failure"
         if cls is None:
             continue
         ref = new or old
@@ -167,7 +185,8 @@ def render_md(doc):
         for t in sorted(doc["by_target"]):
             for p in sorted(doc["by_target"][t]):
                 row = doc["by_target"][t][p]
-                lines.append("| %s | %s | %s |" % (t, p, " | ".join(str(row.get(c, 0)) for c in CLASSES)))
+                lines.append("| %s | %s | %s |" % (_md_text(t), _md_text(p),
+                                                   " | ".join(str(row.get(c, 0)) for c in CLASSES)))
         lines.append("")
     for cls in CLASSES:
         rows = [c for c in doc["changes"] if c["class"] == cls]
@@ -176,18 +195,30 @@ def render_md(doc):
         lines += ["## %s (%d)" % (cls.capitalize(), len(rows)), "", "| target | run | old | new | replay |",
                   "|---|---|---|---|---|"]
         for c in rows:
-            lines.append("| %s | `%s` | %s | %s | %s |" % (
-                c["target"], c["key"], _md_cell(c["old"]), _md_cell(c["new"]),
-                "`%s`" % c["replay"].replace("|", "\\|") if c.get("replay") else ""))
+            lines.append("| %s | %s | %s | %s | %s |" % (
+                _md_text(c["target"]), _md_code(c["key"]), _md_cell(c["old"]), _md_cell(c["new"]),
+                _md_code(c["replay"]) if c.get("replay") else ""))
         lines.append("")
     if not doc["changes"]:
         lines += ["No result changed.", ""]
     return "\n".join(lines)
 
 
+def _md_text(text):
+    """Report text as one markdown table cell: no line breaks, no cell
+    separators, no markup or HTML of its own."""
+    text = re.sub(r"[\r\n]+", " ", str(text))
+    return re.sub(r"([\\`*_\[\]<>|#])", r"\\\1", text)
+
+
+def _md_code(text):
+    """Text as inline code in a table cell (backticks and bars made safe)."""
+    text = re.sub(r"[\r\n]+", " ", str(text)).replace("`", "'").replace("|", "\\|")
+    return "`%s`" % text
+
+
 def _md_cell(b):
-    text = "**%s**: %s" % (b["status"], b["reason"][:160])
-    return text.replace("|", "\\|").replace("\n", " ")
+    return "**%s**: %s" % (_md_text(b["status"]), _md_text(b["reason"][:160]))
 
 
 def render_html(doc):

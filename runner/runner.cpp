@@ -167,6 +167,7 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
   std::set<std::string> done;
   std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
   std::map<std::string, json> confirm;  // run key -> a crash to judge once more, in this fresh process
+  std::map<std::string, json> flaky;    // run key -> a flaky result to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
   for (const auto& r : before.value("results", json::array())) {
     if (r.value("key", std::string()) == "process") continue;
@@ -190,6 +191,10 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       confirm[r.value("key", std::string())] = r;
       continue;
     }
+    if (wantsFreshJudging(r)) {
+      flaky[r.value("key", std::string())] = r;
+      continue;
+    }
     doc["results"].push_back(r);
     done.insert(r.value("key", std::string()));
   }
@@ -210,6 +215,12 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       left.push_back(std::move(run));
       continue;
     }
+    if (const auto again = flaky.find(runKey(run)); again != flaky.end()) {
+      run.confirmFlaky = again->second;
+      flaky.erase(again);
+      left.push_back(std::move(run));
+      continue;
+    }
     const auto c = crashed.find(run.op + "/" + run.dtype);
     if (c != crashed.end() && run.checkKind == "op") {
       json r = c->second;
@@ -222,6 +233,10 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       continue;
     }
     left.push_back(std::move(run));
+  }
+  for (auto& [k, r] : flaky) {  // no run of this process: kept as it was, and not sent again
+    r["observations"]["fresh"] = {{"judged", false}};
+    doc["results"].push_back(r);
   }
   runs = std::move(left);
   return "";
@@ -266,6 +281,9 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
     o.observations["db"] = {{"replayed", 1}, {"still_failing", {{"file", inflight.at("example")}}}};
   if (inflight.value("confirming", false))
     o.reason = "the " + why + " on this case, judged again after it had failed (kept unshrunk)";
+  if (inflight.value("confirming_flaky", false))  // flaky in its first process; died when judged first in this one
+    o.reason = "the " + why + " on this case, when it was judged first in a fresh process after it had failed, " +
+               "then passed, in an earlier one (kept unshrunk)";
   if (inflight.contains("confirming_crash")) {  // it had ended a process before: the same death twice
     o.reason = "the " + why + " on this case, and again when it was judged in a fresh process (kept unshrunk)";
     o.observations["recurred"] = true;

@@ -98,6 +98,15 @@ json PropertyOutcome::toJson() const {
   return j;
 }
 
+bool wantsFreshJudging(const json& result) {
+  if (result.value("status", std::string()) != "flaky" || !result.contains("counterexample") ||
+      result.at("counterexample").is_null())
+    return false;
+  const json obs = result.value("observations", json::object());
+  return obs.contains("replays") && !obs.contains("crash") && !obs.contains("recurred") && !obs.contains("fresh") &&
+         result.value("reason", std::string()).rfind(kDeviceLostReason, 0) != 0;
+}
+
 json verdictOf(const json& result, const std::string& id) {
   if (result.contains("verdicts")) return result.at("verdicts").at(id);
   return {{"pass", result.at("pass")}, {"reason", result.at("reason")}};
@@ -294,21 +303,10 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     o.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of) +
                " times it was judged (" + o.reason + ")";
   };
-  // A case an earlier process died on: once more, in this fresh process.
-  if (run.confirmCrash.is_object() && opts.reproduce.empty()) {
-    const json before = run.confirmCrash.value("observations", json::object());
-    // What happened the first time: the process died ("the target process
-    // died with signal 11 (...)"), or the device context was lost.
-    const std::string crash = before.contains("crash") ? "the " + before.value("crash", std::string())
-                                                       : run.confirmCrash.value("reason", std::string()).substr(0, 300);
-    const Case c{run.confirmCrash.at("counterexample")};
-    json extra = {{"confirming_crash", crash}};
-    if (before.contains("db") && before.at("db").contains("still_failing"))  // a stored example's death: still one
-      extra["example"] = before.at("db").at("still_failing").value("file", std::string());
-    const auto judged = judgeOnce(c, before.value("sampler", std::string()), extra);
-    out.observations = before;
-    out.counterexample = c.value;
-    out.casesRun = 1;
+  // One judging of a case from an earlier process, the first in this one:
+  // its failure (why empty: it held), its evidence copied onto `into`.
+  auto judgeFirst = [&](const Case& c, const std::string& sampler, const json& extra) {
+    const auto judged = judgeOnce(c, sampler, extra);
     LastFailure failure;
     if (const auto* f = std::get_if<CaseFailure>(&judged)) {
       failure = {c.value, f->evidence, f->why};
@@ -320,6 +318,33 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
         failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
                    v.value("kinds", json::array())};
     }
+    return failure;
+  };
+  auto takeEvidence = [&](const LastFailure& failure) {
+    if (failure.evidence.is_object())
+      for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+    if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
+  };
+  auto finishEarly = [&]() {
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (run.finish) run.finish(out);
+    return out;
+  };
+  // A case an earlier process died on: once more, in this fresh process.
+  if (run.confirmCrash.is_object() && opts.reproduce.empty()) {
+    const json before = run.confirmCrash.value("observations", json::object());
+    // What happened the first time: the process died ("the target process
+    // died with signal 11 (...)"), or the device context was lost.
+    const std::string crash = before.contains("crash") ? "the " + before.value("crash", std::string())
+                                                       : run.confirmCrash.value("reason", std::string()).substr(0, 300);
+    const Case c{run.confirmCrash.at("counterexample")};
+    json extra = {{"confirming_crash", crash}};
+    if (before.contains("db") && before.at("db").contains("still_failing"))  // a stored example's death: still one
+      extra["example"] = before.at("db").at("still_failing").value("file", std::string());
+    const LastFailure failure = judgeFirst(c, before.value("sampler", std::string()), extra);
+    out.observations = before;
+    out.counterexample = c.value;
+    out.casesRun = 1;
     // The process did not die on it again; a lost device context lost again is the same fault recurring.
     const bool lostAgain = failure.why.rfind(kDeviceLostReason, 0) == 0;
     out.observations["recurred"] = lostAgain;
@@ -327,16 +352,13 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       out.status = "fail";
       out.reason = "the device context was lost on this case, and again when it was judged in a fresh process: " +
                    failure.why.substr(std::string(kDeviceLostReason).size());
-      if (failure.evidence.is_object())
-        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+      takeEvidence(LastFailure{failure.caseJson, failure.evidence, failure.why, json::array()});
       out.observations["replays"] = {{"failed", 2}, {"of", 2}};
     } else if (!failure.why.empty()) {
       out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
       out.reason = failure.why + " (" + crash + " on this case first; judged again in a fresh process it " +
                    "failed without that)";
-      if (failure.evidence.is_object())
-        for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
-      if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
+      takeEvidence(failure);
       out.observations["replays"] = {{"failed", 2}, {"of", 2}};
     } else {
       out.status = "flaky";
@@ -344,9 +366,41 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
                    "(failed 1 of the 2 times it was judged)";
       out.observations["replays"] = {{"failed", 1}, {"of", 2}};
     }
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (run.finish) run.finish(out);
-    return out;
+    return finishEarly();
+  }
+  // A case found flaky in an earlier process (it failed there, then passed
+  // when judged again there): judged first in this fresh process. Failing
+  // here is a failure that recurs in every fresh process (a first call, a
+  // cold cache): a fail. Holding is flaky, the tally one judging longer.
+  if (run.confirmFlaky.is_object() && opts.reproduce.empty()) {
+    const json& was = run.confirmFlaky;
+    out.status = "flaky";
+    out.reason = was.value("reason", std::string());
+    out.casesRun = was.value("cases_run", 0);
+    out.counterexample = was.at("counterexample");
+    out.counterexampleShown = was.value("counterexample_shown", std::string());
+    out.reproduce = was.value("reproduce", std::string());
+    out.observations = was.value("observations", json::object());
+    const json tally = out.observations.value("replays", json::object());
+    const int failed = tally.value("failed", 1), of = tally.value("of", 1);
+    const std::string earlier = out.reason.rfind("flaky: ", 0) == 0 ? out.reason.substr(7) : out.reason;
+    const LastFailure failure = judgeFirst(Case{out.counterexample}, out.observations.value("sampler", std::string()),
+                                           {{"confirming_flaky", true}});
+    out.casesRun += 1;
+    out.observations["fresh"] = {{"failed", !failure.why.empty()}};
+    if (!failure.why.empty()) {
+      out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
+      out.reason = failure.why + " (it failed again when judged first in a fresh process, as it did first in its own: " +
+                   "it recurs in every fresh process; " + std::to_string(failed + 1) + " of the " +
+                   std::to_string(of + 1) + " judgings failed)";
+      takeEvidence(failure);
+      out.observations["replays"] = {{"failed", failed + 1}, {"of", of + 1}};
+    } else {
+      out.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of + 1) +
+                   " times it was judged, the last first in a fresh process (" + earlier + ")";
+      out.observations["replays"] = {{"failed", failed}, {"of", of + 1}};
+    }
+    return finishEarly();
   }
   // Stored examples first: the first that still fails is the outcome.
   json db = json::object();

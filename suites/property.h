@@ -47,7 +47,7 @@ struct RunOptions {
   std::vector<json> examples;
   /// How many more times a failing case is judged, in this process, before
   /// it is called a failure: one that passes any of them is `flaky`, with
-  /// its tally (observations.flaky = {"failed": k, "of": n}); 0: never.
+  /// its tally (observations.replays = {"failed": k, "of": n}); 0: never.
   int flakyReplays = 3;
 };
 
@@ -133,7 +133,19 @@ struct PropertyRun {
   /// normal failure is a fail; a pass makes the run flaky (failed 1 of 2).
   /// Null: none.
   json confirmCrash;
+  /// A flaky result of an earlier target process whose case did not end it
+  /// (it failed, then passed when judged again in that process): judged
+  /// first and once in this fresh process, instead of a search. Failing is
+  /// a fail (the fault recurs in every fresh process); holding keeps it
+  /// flaky, its tally one longer; either sets observations.fresh. Null: none.
+  json confirmFlaky;
 };
+
+/// Whether a result (a targets[].results[] entry) is flaky from judgings in
+/// the process that found it only, and so is to be judged once in a fresh
+/// process (PropertyRun::confirmFlaky): status flaky, observations.replays,
+/// a counterexample, and neither observations.crash nor observations.fresh.
+bool wantsFreshJudging(const json& result);
 
 /// How a case that lost the device context begins its reason (op runs):
 /// the case is kept unshrunk and the target's later runs go on in a fresh

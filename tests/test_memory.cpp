@@ -210,6 +210,11 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
                                           0),
             0u)
       << res.value("reason", "");
+  // Judged first in a fresh process too, where it held.
+  ASSERT_TRUE(res.at("observations").contains("fresh")) << res.dump();
+  EXPECT_FALSE(res.at("observations").at("fresh").value("failed", true));
+  EXPECT_EQ(tally.value("of", 0), 5);  // found, 3 more in its process, 1 first in a fresh one
+  EXPECT_NE(res.value("reason", "").find("the last first in a fresh process"), std::string::npos) << res.value("reason", "");
   EXPECT_EQ(r.at("summary").at("results").value("flaky", 0), 1);
   EXPECT_FALSE(r.at("summary").contains("db"));
   EXPECT_NE(out.find("FLAKY P5"), std::string::npos) << out;
@@ -224,6 +229,37 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
                &out),
             1)
       << out;
+  flagprop::removeTree(d.string());
+}
+
+// A fault of every process's first call (first_call_mean: right when judged
+// again in its process) fails again when judged first in a fresh process:
+// a plain fail, with the fresh judging in its tally, never flaky.
+TEST(Memory, AFaultOfEveryFirstCallIsAFailNotFlaky) {
+  const fs::path d = scratch("first-call");
+  json m = load(kFixtures + "/targets/ops-flaky.json");
+  m["name"] = "fixture-ops-first-call";
+  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
+  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  m["ops"]["globals"]["FAULTS"] = {"first_call_mean"};
+  m["expect"] = {{"P5", "fail"}};
+  std::ofstream(d / "first-call.json") << m.dump(2);
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "first-call.json").string() +
+                   " --property P5 --no-db --report-dir " + (d / "r").string() + " --seed 3",
+               &out),
+            0)
+      << out;
+  const json r = load(d / "r/report.json");
+  const json& res = onlyResult(r);
+  EXPECT_EQ(res.value("status", ""), "fail") << res.value("reason", "");
+  ASSERT_TRUE(res.at("observations").contains("fresh")) << res.dump();
+  EXPECT_TRUE(res.at("observations").at("fresh").value("failed", false));
+  const json tally = res.at("observations").at("replays");
+  EXPECT_EQ(tally.value("failed", 0), 2);  // found, and first in the fresh process
+  EXPECT_EQ(tally.value("of", 0), 5);
+  EXPECT_NE(res.value("reason", "").find("recurs in every fresh process"), std::string::npos) << res.value("reason", "");
+  EXPECT_FALSE(res.value("reproducer", "").empty()) << res.dump();
   flagprop::removeTree(d.string());
 }
 

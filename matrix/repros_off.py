@@ -88,9 +88,15 @@ def main():
         off = run(a.python, copy, a.timeout) if copy else (None, "FlagGems not enabled by this target")
         return item, on, off
 
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        rows = list(pool.map(both, items))
     against = lambda reason: "stock" if judged_against({"reason": reason}) == "the stock path" else "CPU"  # noqa: E731
+    rows = []
+    # Each row as it ends (a run cut short keeps what it did), the table after.
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        for done in concurrent.futures.as_completed([pool.submit(both, item) for item in items]):
+            rows.append(done.result())
+            (path, target, key, reason), on, off = rows[-1]
+            print("[%d/%d] on %s off %s vs %s %s" % (len(rows), len(items), on[0], off[0], against(reason), key[:80]),
+                  flush=True)
     bad = [r for r in rows if r[2][0] == 1 and against(r[0][3]) == "stock"]
     print("%-4s %-4s %-5s %-50s %s" % ("on", "off", "vs", "result", "with FlagGems off"))
     for (path, target, key, reason), on, off in sorted(rows, key=lambda r: (r not in bad, -(r[2][0] or 0), r[0][2])):

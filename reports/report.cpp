@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -45,6 +46,19 @@ json expectEntries(const json& expect) {
 
 // The run key --property takes to replay result `r`.
 std::string replayId(const json& r) { return r.value("key", r.value("property", "")); }
+
+// `p` relative to folder `base` when it lies inside it, else as it is.
+std::string under(const std::string& p, const std::string& base) {
+  if (base.empty() || p.size() <= base.size() + 1 || p.compare(0, base.size(), base) != 0 || p[base.size()] != '/')
+    return p;
+  return p.substr(base.size() + 1);
+}
+
+// A file of report.md's report folder as report.md links it: relative to
+// that folder (provenance.report_dir), so that a copied folder keeps its links.
+std::string inReport(const std::string& p, const json& report) {
+  return under(p, report.value("provenance", json::object()).value("report_dir", std::string()));
+}
 }  // namespace
 
 json mergeReport(const json& targetsIn, const json& runInfo) {
@@ -200,14 +214,14 @@ std::string fastPathCell(const std::string& id, const json& o) {
 }
 
 // P9's measurements: one line each, with its plot.
-void timingSection(std::ostringstream& md, const json& t) {
+void timingSection(std::ostringstream& md, const json& report, const json& t) {
   bool any = false;
   for (const auto& r : t.at("results")) {
     if (r.value("property", "") != "P9") continue;
     if (!any) md << "P9 A/B timing (A: patch on, B: patch off; µs per call):\n\n";
     any = true;
     md << "- " << r.value("op", "") << " " << r.value("dtype", "") << ": " << r.value("reason", "");
-    if (r.contains("plot")) md << " ([plot](" << r.value("plot", "") << "))";
+    if (r.contains("plot")) md << " ([plot](" << inReport(r.value("plot", ""), report) << "))";
     if (r.contains("plot_error")) md << " (no plot: " << r.value("plot_error", "") << ")";
     md << "\n";
   }
@@ -617,8 +631,8 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   md << "- " << (crashed ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
      << r.value("counterexample", json()).dump() << "`\n";
   if (o.contains("replays"))
-    md << "- judged again in this process: failed " << o.at("replays").value("failed", 0) << " of "
-       << o.at("replays").value("of", 0) << " times\n";
+    md << "- judged again" << (o.contains("fresh") ? " (in its process, then first in a fresh one)" : " in its process")
+       << ": failed " << o.at("replays").value("failed", 0) << " of " << o.at("replays").value("of", 0) << " times\n";
   if (o.contains("db") && o.at("db").contains("still_failing"))
     md << "- the stored example of " << o.at("db").at("still_failing").value("stored_at", "") << " (`"
        << o.at("db").at("still_failing").value("file", "") << "`), judged first and failing still: no search ran\n";
@@ -628,9 +642,12 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
     md << "- replayed from the example database: rerun the same command, or run the reproducer\n";
   else
     md << "- no replay string (the process that would replay it in flagprop died on this case): run the reproducer\n";
-  if (r.contains("reproducer") && !r.at("reproducer").is_null())
-    md << "- standalone reproducer: `" << shellQuote(prov.value("python", std::string("python3"))) << " "
-       << shellQuote(r.at("reproducer").get<std::string>()) << "` (exit 1: reproduced)\n";
+  if (r.contains("reproducer") && r.at("reproducer").is_string()) {
+    const std::string repro = inReport(r.at("reproducer").get<std::string>(), report);
+    md << "- standalone reproducer: [`" << repro << "`](" << repro << "), run in the report folder: `"
+       << shellQuote(prov.value("python", std::string("python3"))) << " " << shellQuote(repro)
+       << "` (exit 1: reproduced)\n";
+  }
   md << "\n";
 }
 
@@ -704,7 +721,7 @@ std::string renderMarkdown(const json& report) {
     coverageLine(md, t);
     opTable(md, t);
     stockSection(md, t);
-    timingSection(md, t);
+    timingSection(md, report, t);
     for (const auto& r : t.at("results"))
       if (r.value("status", "") == "fail" || r.value("status", "") == "flaky") failure(md, report, t, r);
     exampleSection(md, t);
@@ -755,8 +772,28 @@ std::string replayCommand(const json& prov, const json& t, const json& r) {
   return replayCommand(prov, t, replayId(r), r.value("reproduce", ""));
 }
 
+namespace {
+// `p` as the console shows it: relative to the current folder when it lies
+// inside it ("./" before a program's), else as it is.
+std::string consolePath(const std::string& p, bool program = false) {
+  std::error_code ec;
+  const std::string rel = under(p, std::filesystem::current_path(ec).string());
+  return rel == p ? p : program && rel.find('/') == std::string::npos ? "./" + rel : rel;
+}
+
+// The console's replay command: replayCommand with paths as consolePath gives them.
+std::string shownReplay(const json& prov, const json& t, const json& r) {
+  json p = prov, target = t;
+  p["flagprop"] = consolePath(prov.value("flagprop", std::string("flagprop")), true);
+  target["manifest"] = consolePath(t.value("manifest", std::string()));
+  return replayCommand(p, target, r);
+}
+}  // namespace
+
+std::string shownPath(const std::string& p) { return consolePath(p); }
+
 void printTargetResult(const json& t, const json& prov, size_t index, size_t count, double seconds, std::ostream& os,
-                       size_t blocks) {
+                       size_t blocks, bool expectedToo) {
   os << "[" << index << "/" << count << "] " << t.value("name", "?");
   if (t.value("status", "") != "ok") {
     os << ": target error: " << cell(t.value("error", ""), 400) << "\n";
@@ -785,6 +822,7 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     const std::string st = r.value("status", "");
     if (st != "fail" && st != "error" && st != "flaky") continue;
     const bool expected = resultExpected(t, r);
+    if (expected && !expectedToo) continue;  // its matrix cell above says it; report.md has the rest
     const std::string head = (st == "fail" ? "FAIL " : st == "flaky" ? "FLAKY " : "ERROR ") + resultLabel(r) +
                              (expected ? " (expected by the manifest)" : " (unexpected)");
     if (shown < blocks) {
@@ -796,8 +834,8 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
            << "): " << cell(r.at("counterexample").dump(), 300) << "\n";
       if (r.contains("reproducer") && r.at("reproducer").is_string())
         os << "    reproducer: " << shellQuote(prov.value("python", std::string("python3"))) << " "
-           << shellQuote(r.at("reproducer").get<std::string>()) << "\n";
-      if (!r.value("reproduce", std::string()).empty()) os << "    replay: " << replayCommand(prov, t, r) << "\n";
+           << shellQuote(consolePath(r.at("reproducer").get<std::string>())) << "\n";
+      if (!r.value("reproduce", std::string()).empty()) os << "    replay: " << shownReplay(prov, t, r) << "\n";
     } else if (oneLiners < 6) {
       ++oneLiners;
       os << "  " << head << ": " << cell(r.value("reason", ""), 140) << "\n";
@@ -805,7 +843,7 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
       ++more;
     }
   }
-  if (more) os << "  ... and " << more << " more failure(s): report.md\n";
+  if (more) os << "  ... and " << more << " more unexpected result(s): report.md\n";
   os << std::flush;
 }
 
@@ -877,7 +915,37 @@ std::string junitXml(const json& t, const json& prov) {
   return x.str();
 }
 
+namespace {
+// Runs of more targets than this show no matrix on the console when every
+// result is as expected: the line per target said it (report.md has it).
+constexpr size_t kMatrixTargets = 12;
+
+// The example database's counts (summary.db), one line; nothing without one.
+void printDatabaseLine(const json& s, std::ostream& os) {
+  if (!s.contains("db")) return;
+  const json& d = s.at("db");
+  os << "example database " << consolePath(d.value("dir", std::string())) << ": " << d.value("replayed", 0) << " replayed, "
+     << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, " << d.value("fixed", 0)
+     << " fixed, " << d.value("dropped", 0) << " dropped, " << d.value("stored", 0) << " stored";
+  if (d.contains("error")) os << " (" << d.value("error", std::string()) << ")";
+  os << "\n";
+}
+}  // namespace
+
 void printSummary(const json& report, std::ostream& os) {
+  const auto& s = report.at("summary");
+  const size_t unexpected = s.at("unexpected").size();
+  os << "\nverdict: " << (unexpected ? std::to_string(unexpected) + " unexpected result(s)" : std::string("as expected"))
+     << "; results: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0) << "\n";
+  bool stoppedOrCrashed = false;
+  for (const auto& t : report.at("targets")) stoppedOrCrashed |= t.contains("stopped") || t.contains("crash");
+  // The matrix where it says more than the lines per target did: a short
+  // run, or one where something is not as expected.
+  if (report.at("targets").size() > kMatrixTargets && !unexpected && s.value("target_errors", 0) == 0 && !stoppedOrCrashed) {
+    os << "the target x property matrix of the " << report.at("targets").size() << " targets: report.md\n";
+    printDatabaseLine(s, os);
+    return;
+  }
   // Each column as wide as its widest cell ("skip 292/999"), at least 10 (op
   // properties) or 7 characters.
   std::vector<size_t> width;
@@ -913,17 +981,8 @@ void printSummary(const json& report, std::ostream& os) {
     if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";
   }
-  const auto& s = report.at("summary");
-  os << "\nresults: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0)
-     << "; '!' marks an unexpected result (" << s.at("unexpected").size() << ")\n";
-  if (s.contains("db")) {
-    const json& d = s.at("db");
-    os << "example database " << d.value("dir", std::string()) << ": " << d.value("replayed", 0) << " replayed, "
-       << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, " << d.value("fixed", 0)
-       << " fixed, " << d.value("dropped", 0) << " dropped, " << d.value("stored", 0) << " stored";
-    if (d.contains("error")) os << " (" << d.value("error", std::string()) << ")";
-    os << "\n";
-  }
+  os << "\n'!' marks an unexpected result (" << unexpected << ")\n";
+  printDatabaseLine(s, os);
   for (size_t i = 0; i < failing.size() && i < 20; ++i) os << "  unexpected: " << failing[i] << "\n";
   if (failing.size() > 20) os << "  ... and " << failing.size() - 20 << " more (report.md)\n";
 }

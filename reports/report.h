@@ -63,8 +63,16 @@ std::string opFamily(const std::string& overload);
 /// reason, observations, counterexample, reproduce string and reproducer.
 std::string renderMarkdown(const json& report);
 
-/// The console summary printed at the end of `flagprop run`.
+/// The console summary printed at the end of `flagprop run`: the verdict
+/// line first ("verdict: as expected; results: ..." or "verdict: N
+/// unexpected result(s); ..."), then the target x property matrix (left
+/// out when more than 12 targets all ended as expected), the example
+/// database's counts and each unexpected result, one line each (at most 20).
 void printSummary(const json& report, std::ostream& os);
+
+/// `path` as the console shows it: relative to the current folder when it
+/// lies inside it, else as it is.
+std::string shownPath(const std::string& path);
 
 /// One cell of the target x property matrix: "-" (the property does not
 /// apply: no result), else the worst status of the property's results
@@ -92,12 +100,14 @@ std::string shellQuote(const std::string& s);
 /// What `flagprop run` prints after target `index` (1-based) of `count`
 /// ended: one line (name, each property's matrix cell, seconds), the
 /// target error or crash, what the code under test printed (counted), and
-/// for each failure a short block: the property, whether the manifest
-/// expects it, the reason, the shrunk counterexample, the reproducer and
-/// the replay command (at most `blocks` such blocks, then one line per
-/// further failure, at most 6).
+/// for each result the manifest does not expect (fail, flaky or error; and
+/// for those it expects when `expectedToo`) a short block: the property,
+/// the reason, the shrunk counterexample, the reproducer and the replay
+/// command, paths relative to the current folder (at most `blocks` such
+/// blocks, then one line per further result, at most 6). An expected
+/// failure is its matrix cell alone: report.md has the rest.
 void printTargetResult(const json& target, const json& provenance, size_t index, size_t count, double seconds,
-                       std::ostream& os, size_t blocks = 3);
+                       std::ostream& os, size_t blocks = 3, bool expectedToo = false);
 
 /// JUnit XML for one target document (a file CI systems read): a
 /// <testsuite> named after the target with one <testcase> per result (name

@@ -96,23 +96,20 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
   EXPECT_TRUE(report.at("summary").at("unexpected").empty()) << report.at("summary").dump(2);
   EXPECT_TRUE(fs::exists(dir / "report.md"));
   EXPECT_TRUE(fs::exists(dir / "junit" / "001_fixture-well-behaved.xml"));
-  // The console: one short block per failure with what a person acts on, and
-  // none of GoogleTest's lines nor what the code under test printed.
-  EXPECT_NE(out.find("counterexample (shrunk): "), std::string::npos) << out;
-  EXPECT_NE(out.find("    reproducer: "), std::string::npos) << out;
-  EXPECT_NE(out.find("    replay: "), std::string::npos) << out;
+  // The console of a run where every result is as expected: one line per
+  // target (an expected failure is its cell), the verdict first and last,
+  // no blocks, none of GoogleTest's lines nor what the code under test printed.
+  EXPECT_EQ(out.find("counterexample (shrunk): "), std::string::npos) << out;
   EXPECT_EQ(out.find("[  PASSED  ]"), std::string::npos) << out;
   EXPECT_EQ(out.find("runner.cpp"), std::string::npos) << out;
   EXPECT_EQ(out.find("\033[K"), std::string::npos) << "no progress line without a terminal";
-  size_t lines = 0, longest = 0, cur = 0;  // per target: one screen at most
+  std::vector<std::string> lines;
   std::istringstream console(out);
-  for (std::string line; std::getline(console, line);) {
-    if (line.rfind("[", 0) == 0 && line.find("] ") != std::string::npos && line.find('/') < line.find("] ")) cur = 0;
-    if (line.rfind("target ", 0) == 0) cur = 0;  // the table of all targets is no target's block
-    longest = std::max(longest, ++cur);
-    ++lines;
-  }
-  EXPECT_LE(longest, 40u) << out;
+  for (std::string line; std::getline(console, line);) lines.push_back(line);
+  EXPECT_LE(lines.size(), 45u) << out;
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "verdict: every result as the manifests expect: exit 0") << out;
+  EXPECT_NE(out.find("\nverdict: as expected; results: "), std::string::npos) << out;
   // The reproducer shows the same observations under plain python3.
   const std::string repro = r5->at("reproducer");
   std::string rout;
@@ -128,6 +125,38 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
         EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + r.at("reproducer").get<std::string>(), &o), 1)
             << t.at("name") << " " << r.at("property") << "\n" << o;
       }
+  flagprop::removeTree(dir.string());
+}
+
+// An unexpected failure gets a block with what a person acts on, its paths
+// relative to the current folder; report.md links into its folder relatively.
+TEST(Cli, AnUnexpectedFailureGetsABlockWithRelativePaths) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-block-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  json m = load(std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/r5-silent-skip.json");
+  m["installer"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/installers/example_installer.py";
+  m["expect"] = json::object();  // P1's silent-skip is not expected now
+  std::ofstream(dir / "m.json") << m.dump(2);
+  std::string out;
+  EXPECT_EQ(sh("cd " + dir.string() + " && " + std::string(FLAGPROP_BINARY) +
+                   " run --seed 3 --property P1 --no-db --manifest m.json --report-dir r",
+               &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("FAIL P1 install status (unexpected)"), std::string::npos) << out;
+  EXPECT_NE(out.find("counterexample (shrunk): "), std::string::npos) << out;
+  EXPECT_NE(out.find("    reproducer: " + std::string(FLAGPROP_PYTHON_EXE) + " r/reproducers/repro_"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    replay: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" --manifest m.json --property P1 "), std::string::npos) << out;
+  EXPECT_NE(out.find("report: r/report.md"), std::string::npos) << out;
+  EXPECT_NE(out.find("\nverdict: 1 unexpected result(s); results: "), std::string::npos) << out;
+  EXPECT_NE(out.find("verdict: 1 unexpected result(s), listed above: exit 1\n"), std::string::npos) << out;
+  // report.md: no path into its own folder is absolute.
+  const std::string md = flagprop::readFile((dir / "r" / "report.md").string());
+  EXPECT_NE(md.find("(reproducers/repro_"), std::string::npos) << md;
+  EXPECT_EQ(md.find((dir / "r").string() + "/"), std::string::npos) << md;
   flagprop::removeTree(dir.string());
 }
 

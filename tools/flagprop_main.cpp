@@ -10,6 +10,7 @@
 #include "reports/reproducer.h"
 #include "runner/example_db.h"
 #include "runner/runner.h"
+#include "runner/supervisor.h"
 
 #include "core/python.h"
 #include "suites/registry.h"
@@ -179,19 +180,6 @@ bool number(const std::string& s, unsigned long long& out) {
   return errno == 0 && end && *end == '\0';
 }
 
-// The entries of a CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES value; none
-// where it starts with -1 (no device visible).
-std::vector<std::string> visibleDevices(const std::string& value) {
-  std::vector<std::string> out;
-  std::stringstream ss(value);
-  for (std::string d; std::getline(ss, d, ',');) {
-    d.erase(0, d.find_first_not_of(" \t"));
-    d.erase(d.find_last_not_of(" \t") + 1);
-    if (d.rfind("-1", 0) == 0) break;
-    if (!d.empty()) out.push_back(d);
-  }
-  return out;
-}
 
 
 // One option with a value; returns "" or the usage error.
@@ -490,73 +478,6 @@ std::string prepareReportDir(const std::string& dir, int& lockFd) {
 // by 255 bytes, and a report file adds a prefix and a suffix to it).
 std::string bounded(std::string s, size_t n = 80) { return s.size() > n ? s.substr(0, n) : s; }
 
-// Ends every process that is still a child of this process once a target's
-// processes have ended: what the code under test left running outside their
-// process group (a new session, a daemon), reparented here because `flagprop
-// run` is a child subreaper. Returns them as left_running entries
-// ({"kind": "process", "pid", "command", "outlived": true}).
-json endOrphans() {
-  json out = json::array();
-  for (int round = 0; round < 4096; ++round) {  // a killed one's own children are ours next (a chain: one a round)
-    std::vector<pid_t> found;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator("/proc", ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
-      std::string stat;
-      try {
-        stat = readFile(e.path().string() + "/stat", 1 << 16);
-      } catch (const std::exception&) {
-        continue;
-      }
-      const auto close = stat.rfind(')');
-      if (close == std::string::npos) continue;
-      std::istringstream rest(stat.substr(close + 1));
-      std::string state;
-      long ppid = 0;
-      rest >> state >> ppid;
-      if (ppid == getpid()) found.push_back(static_cast<pid_t>(std::stol(name)));
-    }
-    if (found.empty()) break;
-    for (const pid_t pid : found) {
-      std::string command;
-      try {
-        command = readFile("/proc/" + std::to_string(pid) + "/cmdline", 1 << 16);
-      } catch (const std::exception&) {
-      }
-      for (auto& c : command)
-        if (c == '\0') c = ' ';
-      while (!command.empty() && command.back() == ' ') command.pop_back();
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      if (!command.empty()) out.push_back({{"kind", "process"}, {"pid", pid}, {"command", bounded(command, 200)},
-                                          {"outlived", true}});
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> childArgs(const Cli& cli, const std::string& self, const std::string& manifest,
-                                   const std::string& out, const std::string& repro) {
-  std::vector<std::string> a = {self, "run-target", "--manifest", manifest, "--out", out, "--console-fd", "3",
-                                "--key-fd", "4", "--parent", std::to_string(getpid()),
-                                "--seed", std::to_string(cli.target.run.seed), "--repro-dir", repro};
-  if (cli.verbose) a.push_back("--verbose");
-  if (!cli.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
-  if (cli.target.run.cases) a.insert(a.end(), {"--cases", std::to_string(cli.target.run.cases)});
-  if (!cli.target.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", cli.target.run.reproduce});
-  for (const auto& p : cli.target.selection.properties) a.insert(a.end(), {"--property", p});
-  for (const auto& p : cli.target.selection.ops) a.insert(a.end(), {"--op", p});
-  for (const auto& p : cli.target.selection.dtypes) a.insert(a.end(), {"--dtype", p});
-  if (cli.target.unverified) a.push_back("--unverified");
-  if (cli.db.empty()) a.push_back("--no-db");
-  else a.insert(a.end(), {"--db", cli.db});
-  if (cli.target.precompileWorkers > 0)
-    a.insert(a.end(), {"--precompile", std::to_string(cli.target.precompileWorkers), "--case-timeout",
-                       std::to_string(cli.caseTimeoutSeconds)});
-  return a;
-}
-
 // A target to run: its manifest path, its name (from the manifest; the file
 // name without .json where it cannot be read) and, when it could not be
 // loaded, why (a target error in the report).
@@ -641,314 +562,34 @@ bool matchesAny(const std::vector<std::string>& patterns, const Planned& t) {
   return false;
 }
 
+// What the supervisor (runner/supervisor.h) takes of the parsed options;
+// the run's --budget starts now.
+SupervisorOptions supervisorOptions(const Cli& cli, const std::string& self) {
+  SupervisorOptions o;
+  o.self = self;
+  o.target = cli.target;
+  o.db = cli.db;
+  o.timeoutSeconds = cli.timeoutSeconds;
+  o.caseTimeoutSeconds = cli.caseTimeoutSeconds;
+  o.budgetSeconds = cli.budgetSeconds;
+  if (cli.budgetSeconds) o.budgetEnd = std::chrono::steady_clock::now() + std::chrono::seconds(cli.budgetSeconds);
+  o.verbose = cli.verbose;
+  o.quiet = cli.quiet;
+  o.jobs = cli.jobs;
+  o.devices = cli.devices;
+  o.tritonCache = cli.tritonCache;
+  o.writeReproducer = [](const std::string& dir, const json& target, const json& prov, const PropertyOutcome& r) {
+    return writeReproducer(dir, target, prov, r);
+  };
+  return o;
+}
+
 json runInfo(const Cli& cli, const std::string& self, const std::vector<std::string>& argv, const std::string& dir) {
   json info = {{"seed", std::to_string(cli.target.run.seed)}, {"command", argv}, {"report_dir", dir},
                {"flagprop", self}, {"python", FLAGPROP_PYTHON_EXE}, {"manifests", json::array()}};
   if (!cli.target.run.reproduce.empty()) info["reproduce"] = cli.target.run.reproduce;
   for (const auto& m : cli.manifests) info["manifests"].push_back(fs::absolute(m).string());
   return info;
-}
-
-// The file a target process's stdout and stderr go to, beside its document
-// `out` (NAME.json -> NAME.output.txt).
-std::string capturePath(const std::string& out) { return out.substr(0, out.size() - 5) + ".output.txt"; }
-
-// One target in child processes. A child that dies (a signal, an exit, a
-// timeout) while running a case gets that case recorded as a failure with
-// its reproducer, and a fresh child goes on with the runs left, at most
-// kMaxRestarts times; a child that dies outside a case ends the target.
-constexpr int kMaxRestarts = 50;
-
-// When the run's --budget ends (steady clock); max() when it has none.
-std::chrono::steady_clock::time_point gBudgetEnd = std::chrono::steady_clock::time_point::max();
-
-// The run keys a target process is launched for under `sel` (plannedKeys on
-// the manifest), or nullopt when the manifest cannot be planned (the target
-// process reports why). Not from several threads at once: the catalog's
-// schema-derived entries are built on first use.
-std::optional<std::vector<std::string>> planOf(const std::string& manifest, const Selection& sel) {
-  try {
-    return plannedKeys(loadTarget(manifest), sel);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// Puts doc.results in the order of `keys` (run keys); others, "process"
-// among them, after those, in their own order.
-void keepOrder(json& doc, const std::vector<std::string>& keys) {
-  std::map<std::string, size_t> at;
-  for (size_t i = 0; i < keys.size(); ++i) at.emplace(keys[i], i);
-  std::vector<json> rs = doc.value("results", json::array()).get<std::vector<json>>();
-  std::stable_sort(rs.begin(), rs.end(), [&](const json& a, const json& b) {
-    const auto i = at.find(a.value("key", std::string())), j = at.find(b.value("key", std::string()));
-    return (i == at.end() ? keys.size() : i->second) < (j == at.end() ? keys.size() : j->second);
-  });
-  doc["results"] = rs;
-}
-
-// `plan`: the run keys it is launched for (planOf), checked against what it reports.
-json runIsolated(const Cli& cli, const std::string& self, const std::string& manifest, const std::string& out,
-                 const std::string& reproDir, const std::optional<std::vector<std::string>>& plan,
-                 const std::vector<std::string>& env = {}) {
-  const std::string inflight = out + ".inflight", stage = out + ".stage";
-  const std::string capture = capturePath(out);  // what the code under test printed
-  std::vector<std::string> args = childArgs(cli, self, manifest, out, reproDir);
-  json crashes = json::array();
-  // The key the target process authenticates its document with: handed over
-  // through a pipe, so that neither the environment nor the command line of
-  // the code under test holds it.
-  std::random_device rd;
-  char hex[65];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", static_cast<unsigned>(rd()));
-  const std::string key(hex, 64);
-  // The run keys it is launched for, from the manifest and the catalog alone.
-  const bool plannable = plan.has_value();
-  const std::vector<std::string> planned = plan.value_or(std::vector<std::string>{});
-  // A fresh process for the runs left: the document so far is its --resume.
-  const auto resumeArgs = [&](int restart) {
-    auto a = childArgs(cli, self, manifest, out, reproDir);
-    a.insert(a.end(), {"--resume", out});
-    return a;
-  };
-  std::vector<std::string> orderBefore;  // the run keys in order, when a fresh process judged flaky results again
-  for (int restart = 0;; ++restart) {
-    std::error_code ec;
-    fs::remove(inflight, ec);
-    fs::remove(stage, ec);
-    const auto now = std::chrono::steady_clock::now();
-    const bool budgeted = gBudgetEnd != std::chrono::steady_clock::time_point::max();
-    const int left = budgeted ? static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(gBudgetEnd - now).count()) : 0;
-    // A target stopped from outside (the budget ran out, Ctrl-C): what it
-    // wrote is kept, the runs left are "not run", the case in flight is no finding.
-    const std::string budgetWhy =
-        "the run's --budget of " + std::to_string(cli.budgetSeconds) + " s ran out; the runs left did not run";
-    const auto stoppedDoc = [&](const std::string& why, bool started) {
-      json doc = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
-                  {"error", "stopped before the target wrote its document: " + why}, {"results", json::array()}};
-      try {
-        json read = json::parse(readFile(out));
-        if (takeDocumentMac(read, key)) doc = read;
-      } catch (const std::exception&) {
-      }
-      doc["stopped"] = why;
-      if (!doc.contains("provenance")) doc["provenance"] = json::object();
-      if (started) doc["captured_output"] = capturedOutput(capture);
-      if (!crashes.empty()) doc["crashes"] = crashes;
-      fs::remove(inflight, ec);
-      fs::remove(stage, ec);
-      return doc;
-    };
-    if (budgeted && left <= 0) return stoppedDoc(budgetWhy, false);  // nothing started: the budget is spent
-    const bool budgetLimits = budgeted && left < cli.timeoutSeconds;
-    std::vector<std::string> a = args;
-    if (cli.target.precompileWorkers > 0)  // the process's own limit: its workers get a quarter of it
-      a.insert(a.end(), {"--timeout", std::to_string(budgetLimits ? left : cli.timeoutSeconds)});
-    ChildSpec spec{a, capture, env,
-                   CaseWatch{inflight, cli.caseTimeoutSeconds, stage, std::min(kReferenceStageSeconds, cli.caseTimeoutSeconds)}};
-    spec.ownGroup = true;  // what the code under test leaves running in its group ends with it
-    spec.secret = key;
-    const ChildResult r = runChildren({spec}, budgetLimits ? left : cli.timeoutSeconds).at(0);
-    if (r.stopped) return stoppedDoc("the run was interrupted; the runs left did not run", true);
-    // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
-    if (budgetLimits && r.timedOut && !r.caseTimedOut) return stoppedDoc(budgetWhy, true);
-    if (!cli.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
-    json doc = collectChildDocument(out, manifest, r, cli.timeoutSeconds, key);
-    doc["captured_output"] = capturedOutput(capture);
-    if (!crashes.empty()) doc["crashes"] = crashes;
-    if (!doc.contains("crash")) {
-      fs::remove(inflight, ec);
-      fs::remove(stage, ec);
-      // Flaky from judgings in the process that found it: once more, first
-      // in a fresh process (a fault of every first call fails there too).
-      const auto& rs = doc.value("results", json::array());
-      if (doc.value("status", "") == "ok" && restart < kMaxRestarts &&
-          std::any_of(rs.begin(), rs.end(), [](const json& r) { return wantsFreshJudging(r); })) {
-        auto& results = doc["results"];
-        if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
-        for (const auto& r : results) orderBefore.push_back(r.value("key", std::string()));
-        writeTargetDocument(out, doc, key);
-        args = resumeArgs(restart);
-        continue;
-      }
-      if (!orderBefore.empty()) keepOrder(doc, orderBefore);  // the results judged again where they were
-      if (plannable && doc.value("status", "") == "ok" && !checkAgainstPlan(doc, planned))
-        std::cout << "\n[" << doc.value("name", "?") << "] the target document does not hold the runs its process "
-                  << "was launched for (" << doc["plan_mismatch"]["missing"].size() << " missing, "
-                  << doc["plan_mismatch"]["unexpected"].size() << " not launched): each missing one is an error"
-                  << std::endl;
-      return doc;
-    }
-    if (r.exitCode == kDeviceLostExit && !r.signal && !r.timedOut && doc.value("status", "") == "ok" &&
-        restart < kMaxRestarts) {  // the lost device's result is recorded: a fresh process (and context) goes on
-      auto& results = doc["results"];
-      if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
-      doc.erase("crash");
-      writeTargetDocument(out, doc, key);
-      args = resumeArgs(restart);
-      continue;
-    }
-    const std::string why = doc["crash"].get<std::string>();
-    json fly;
-    try {
-      fly = json::parse(readFile(inflight));
-    } catch (const std::exception&) {
-    }
-    PropertyOutcome o;
-    bool inCase = fly.is_object() && doc.value("status", "") == "ok";
-    if (inCase) {
-      try {
-        o = crashOutcome(fly, why);
-        inCase = std::find(planned.begin(), planned.end(), o.key()) != planned.end() || !plannable;
-      } catch (const std::invalid_argument&) {  // a record the code under test wrote: no run of this target
-        inCase = false;
-      }
-    }
-    if (!inCase || restart >= kMaxRestarts) {
-      std::cout << "\n[" << doc.value("name", "?") << "] " << why
-                << (!inCase ? " outside a case" : "; " + std::to_string(kMaxRestarts) + " restarts already")
-                << "; results written before that are kept" << std::endl;
-      if (plannable && doc.value("status", "") == "ok")  // the runs it did not reach are errors, not absent
-        checkAgainstPlan(doc, planned, "not run: the target process " + why + " outside a case (or its in-flight "
-                                       "record did not name a run it was launched for) before reaching it");
-      return doc;
-    }
-    const std::string where = readStage(stage);
-    o.observations["limit_s"] = std::min(cli.timeoutSeconds, 120);  // the reproducer's time limit
-    if (where == "reference") {  // CPU ATen died, not the op under test: nothing judged
-      o.status = "skip";
-      o.reason = "health: CPU ATen (the reference) ended the process (" + why +
-                 ") on a generated case; the op was not judged";
-      o.observations["crash_in"] = "reference";
-    }
-    json& results = doc["results"];
-    if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
-    json rj = o.toJson();
-    try {
-      if (o.status == "fail")
-        rj["reproducer"] = writeReproducer(reproDir, doc.at("target"), doc.value("provenance", json::object()), o);
-    } catch (const std::exception& e) {
-      rj["reproducer_error"] = e.what();
-    }
-    results.push_back(rj);
-    crashes.push_back({{"key", o.key()}, {"why", why}});
-    doc["crashes"] = crashes;
-    doc.erase("crash");
-    writeTargetDocument(out, doc, key);
-    std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
-              << "; a fresh process goes on" << std::endl;
-    args = resumeArgs(restart);
-  }
-}
-
-// Merges the documents of a target's shards (each ran some of its ops) into
-// one: the first shard's fields, every shard's results, crashes and what was
-// left running (runSharded counts their captured output together).
-json mergeShards(std::vector<json> shards) {
-  json doc = shards.at(0);
-  if (shards.size() == 1) return doc;
-  for (size_t i = 0; i < shards.size(); ++i) {
-    const json& s = shards[i];
-    if (i > 0) {
-      if (s.value("status", "") != "ok" && doc.value("status", "") == "ok") {
-        doc["status"] = s.at("status");
-        doc["error"] = s.value("error", std::string());
-      }
-      for (const auto& r : s.value("results", json::array())) doc["results"].push_back(r);
-      for (const char* k : {"crashes", "left_running"})
-        for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
-      if (s.contains("precompile")) {  // each shard's workers compiled its own ops' palettes
-        if (!doc.contains("precompile")) {
-          doc["precompile"] = s.at("precompile");
-        } else {
-          json& p = doc["precompile"];
-          const json& q = s.at("precompile");
-          for (const char* f : {"workers", "cases", "ran", "failed", "compilations"}) p[f] = p.value(f, 0) + q.value(f, 0);
-          p["seconds"] = std::max(p.value("seconds", 0.0), q.value("seconds", 0.0));  // the shards ran at once
-          for (const auto& x : q.value("stopped", json::array())) p["stopped"].push_back(x);
-          for (const auto& x : q.value("errors", json::array()))
-            if (p["errors"].size() < 5) p["errors"].push_back(x);
-          p.erase("output");  // one shard's; what the workers printed is per process
-        }
-      }
-      if (s.contains("crash")) doc["crash"] = s.at("crash");
-      if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
-    }
-  }
-  doc["shards"] = shards.size();
-  return doc;
-}
-
-// One target in --jobs processes at once, its ops dealt round robin (the
-// installer properties in the first), each process on the next of
-// --devices (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES); Triton's cache
-// is shared, so a specialization one process compiled is found by the
-// others. A target without op runs, or --jobs 1, is one process.
-json runSharded(const Cli& cli, const std::string& self, const Planned& planned, const std::string& out,
-                const std::string& reproDir) {
-  std::vector<std::string> env;
-  if (!cli.tritonCache.empty()) env.push_back("TRITON_CACHE_DIR=" + cli.tritonCache);
-  const auto deviceEnv = [&](size_t i) {
-    std::vector<std::string> e = env;
-    if (!cli.devices.empty()) {
-      // Index N is the N-th GPU this process sees: an entry of an already
-      // narrowed list (a Slurm allocation), as matrix/ctest_device.sh maps it.
-      const size_t n = std::stoul(cli.devices[i % cli.devices.size()]);
-      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
-        const char* vis = std::getenv(var);
-        e.push_back(std::string(var) + "=" + (vis ? visibleDevices(vis).at(n) : std::to_string(n)));
-      }
-    }
-    return e;
-  };
-  std::vector<std::string> ops = targetOpNames(*planned.target);
-  if (!cli.target.selection.ops.empty()) {
-    std::vector<std::string> kept;
-    for (const auto& o : ops)
-      if (std::find(cli.target.selection.ops.begin(), cli.target.selection.ops.end(), o) !=
-          cli.target.selection.ops.end())
-        kept.push_back(o);
-    ops = kept;
-  }
-  bool opProps = false;
-  for (const auto& id : targetProperties(*planned.target))
-    opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
-  const size_t jobs = std::min<size_t>(cli.jobs, ops.size());
-  if (jobs <= 1 || !opProps)
-    return runIsolated(cli, self, planned.path, out, reproDir, planOf(planned.path, cli.target.selection), deviceEnv(0));
-  std::vector<json> docs(jobs);
-  std::vector<std::string> captures;  // what each process printed, counted together below
-  std::vector<std::thread> threads;
-  for (size_t k = 0; k < jobs; ++k) {
-    Cli shard = cli;
-    shard.target.selection.ops.clear();
-    for (size_t i = k; i < ops.size(); i += jobs) shard.target.selection.ops.push_back(ops[i]);
-    if (k == 0 && shard.target.selection.properties.empty())  // named, so that --op does not drop them
-      shard.target.selection.properties = targetProperties(*planned.target);
-    if (k > 0) {
-      if (shard.target.selection.properties.empty())  // the installer properties run in the first shard only
-        for (const auto& id : targetProperties(*planned.target))
-          if (findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op)
-            shard.target.selection.properties.push_back(id);
-      shard.quiet = true;  // one progress line: the first shard's
-    }
-    if (cli.target.precompileWorkers > 0) {  // --precompile N is the target's: N workers over all its processes
-      const size_t n = static_cast<size_t>(cli.target.precompileWorkers);
-      shard.target.precompileWorkers = static_cast<int>(std::max<size_t>(1, n / jobs + (k < n % jobs ? 1 : 0)));
-    }
-    const std::string part = out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json";
-    captures.push_back(capturePath(part));
-    // Planned here, before the threads (planOf is not for several at once).
-    threads.emplace_back([&docs, k, shard, &self, &planned, part, &reproDir, e = deviceEnv(k),
-                          plan = planOf(planned.path, shard.target.selection)]() {
-      docs[k] = runIsolated(shard, self, planned.path, part, reproDir, plan, e);
-    });
-  }
-  for (auto& t : threads) t.join();
-  json doc = mergeShards(docs);
-  if (docs.size() > 1) doc["captured_output"] = capturedOutput(captures);
-  writeText(out, jsonText(doc));
-  return doc;
 }
 
 // Runs flagprop.htmlreport's and / or flagprop.drafts' write() on the report
@@ -999,88 +640,157 @@ std::string writeHtmlAndDrafts(const std::string& dir, bool drafts) {
 }
 
 // `flagprop run`: every target in a child process, one merged report.
-int runCommand(Cli cli, const std::string& self, const std::vector<std::string>& argv) {
-  if (cli.target.run.seed == 0) cli.target.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-  if (cli.manifests.empty()) cli.manifests.push_back(defaultManifest());
-  json docs = json::array();
-  auto planned = planTargets(cli.manifests, docs);
-  std::vector<Planned> chosen;
-  size_t unselected = 0;
-  for (auto& t : planned) {
-    const bool selected = matchesAny(cli.targetPatterns, t) && (!t.target || mayRun(*t.target, cli.target.selection));
-    if (selected) chosen.push_back(std::move(t));
-    else ++unselected;
-  }
-  if (chosen.empty() && docs.empty()) {
-    std::cerr << "flagprop: nothing to run: --target / --property / --op / --dtype select no run of any of the "
-              << planned.size() << " target(s)";
-    std::string absent;  // --op names no target has: --op narrows a target's catalog, it adds nothing to it
-    for (const auto& op : cli.target.selection.ops) {
-      bool had = false;
-      for (const auto& t : planned)
-        if (t.target) {
-          const auto names = targetOpNames(*t.target);
-          had |= std::find(names.begin(), names.end(), op) != names.end();
-        }
-      if (!had) absent += (absent.empty() ? "" : ", ") + op;
-    }
-    if (!absent.empty())
-      std::cerr << "; no target's catalog has " << absent
-                << " (--op selects among a target's ops; name an op in a manifest's \"catalog\" to run it)";
-    std::cerr << "\n";
-    return 2;
-  }
-  if (cli.list) {
-    for (const auto& t : chosen) {
-      std::cout << t.name << "\t" << t.path;
-      if (!t.target) {
-        std::cout << "\ttarget error: " << t.error << "\n";
-        continue;
+// Why nothing is selected (usage error, exit 2): --op names no target has
+// among them. `planned`: every target of the run.
+int nothingToRun(const Cli& cli, const std::vector<Planned>& planned) {
+  std::cerr << "flagprop: nothing to run: --target / --property / --op / --dtype select no run of any of the "
+            << planned.size() << " target(s)";
+  std::string absent;  // --op names no target has: --op narrows a target's catalog, it adds nothing to it
+  for (const auto& op : cli.target.selection.ops) {
+    bool had = false;
+    for (const auto& t : planned)
+      if (t.target) {
+        const auto names = targetOpNames(*t.target);
+        had |= std::find(names.begin(), names.end(), op) != names.end();
       }
-      const auto [selected, ops] = selectedRuns(*t.target, cli.target.selection);
-      std::string props;
-      for (const auto& p : selected) props += (props.empty() ? "" : ",") + p;
-      std::cout << "\t" << t.target->device << "\t" << props;
-      if (ops) std::cout << "\t" << ops << " ops";
-      std::cout << "\n";
-    }
-    for (const auto& d : docs) std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "") << "\n";
-    if (unselected) std::cout << "(" << unselected << " target(s) with nothing selected are left out)\n";
-    return 0;
+    if (!had) absent += (absent.empty() ? "" : ", ") + op;
   }
-  if (!cli.isolate && chosen.size() != 1) {
-    std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << chosen.size() << std::endl;
+  if (!absent.empty())
+    std::cerr << "; no target's catalog has " << absent
+              << " (--op selects among a target's ops; name an op in a manifest's \"catalog\" to run it)";
+  std::cerr << "\n";
+  return 2;
+}
+
+// `flagprop run --list`: each chosen target, its device, the properties
+// and the number of ops it would run, one line each; target errors after.
+int listTargets(const Cli& cli, const std::vector<Planned>& chosen, const json& errors, size_t unselected) {
+  for (const auto& t : chosen) {
+    std::cout << t.name << "\t" << t.path;
+    if (!t.target) {
+      std::cout << "\ttarget error: " << t.error << "\n";
+      continue;
+    }
+    const auto [selected, ops] = selectedRuns(*t.target, cli.target.selection);
+    std::string props;
+    for (const auto& p : selected) props += (props.empty() ? "" : ",") + p;
+    std::cout << "\t" << t.target->device << "\t" << props;
+    if (ops) std::cout << "\t" << ops << " ops";
+    std::cout << "\n";
+  }
+  for (const auto& d : errors)
+    std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "") << "\n";
+  if (unselected) std::cout << "(" << unselected << " target(s) with nothing selected are left out)\n";
+  return 0;
+}
+
+// Adds what `endOrphans` ended after target `doc`'s processes to its
+// left_running (marking an entry its process saw as outlived), one console
+// line each.
+void recordOrphans(json& doc) {
+  for (const auto& o : endOrphans()) {
+    bool listed = false;  // seen by its target process in a case: the same entry, now known to have outlived it
+    for (auto& l : doc["left_running"])
+      if (l.value("kind", "") == "process" && l.value("pid", 0) == o.at("pid").get<int>()) {
+        l["outlived"] = true;
+        listed = true;
+      }
+    if (!listed) doc["left_running"].push_back(o);
+    std::cout << "[" << doc.value("name", "?") << "] the code under test left a process running after its "
+              << "target process ended (ended now): pid " << o.at("pid") << " " << o.at("command").get<std::string>()
+              << std::endl;
+  }
+}
+
+// One chosen target's document, its processes written under `out`
+// (report folder `dir`): a target error as it is, --no-isolate in this
+// process, else through the supervisor.
+json runChosen(const Cli& cli, const SupervisorOptions& supervise, const Planned& t, const std::string& out,
+               const std::string& dir) {
+  if (!t.error.empty())
+    return {{"name", t.name}, {"manifest", t.path}, {"status", "error"}, {"error", t.error}, {"results", json::array()}};
+  if (!cli.isolate) {
+    Cli child = cli;
+    child.command = "run-target";
+    child.manifests = {t.path};
+    child.out = out, child.reproDir = dir + "/reproducers";
+    runTargetCommand(child);
+    return json::parse(readFile(out));
+  }
+  json doc = superviseTarget(supervise, *t.target, t.path, out, dir + "/reproducers");
+  if (doc.value("name", "") == fs::path(t.path).stem().string()) doc["name"] = t.name;
+  recordOrphans(doc);
+  return doc;
+}
+
+// Writes `path` (its folder made again where the code under test removed
+// it); a failure is added to `notWritten`, never thrown.
+void saveReportFile(const std::string& path, const std::string& text, std::vector<std::string>& notWritten) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  try {
+    writeText(path, text);
+  } catch (const std::exception& e) {
+    notWritten.push_back(e.what());
+  }
+}
+
+// report.json, report.md, report.html and the drafts of the target
+// documents `docs` into `dir`, the summary on the console; returns the
+// merged report. What could not be written is added to `notWritten`.
+json writeReport(const Cli& cli, const json& docs, const json& info, const std::string& dir,
+                 std::vector<std::string>& notWritten) {
+  for (const auto& t : docs)  // a reproducer or plot the target process could not write is a report file missing
+    for (const auto& r : t.value("results", json::array()))
+      for (const char* k : {"reproducer_error", "plot_error"})
+        if (r.is_object() && r.contains(k) && r.at(k).is_string())
+          notWritten.push_back(t.value("name", std::string("?")) + " " + r.value("key", std::string()) + ": " +
+                               r.at(k).get<std::string>());
+  const json report = mergeReport(docs, info);
+  const size_t failedBefore = notWritten.size();
+  saveReportFile(dir + "/report.json", jsonText(report), notWritten);
+  const bool jsonWritten = notWritten.size() == failedBefore;
+  saveReportFile(dir + "/report.md", renderMarkdown(report), notWritten);
+  const std::string htmlWhy = jsonWritten ? writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty())
+                                          : "report.json, which they are made from, was not written";
+  if (!htmlWhy.empty()) notWritten.push_back("report.html / drafts: " + htmlWhy);
+  printSummary(report, std::cout);
+  return report;
+}
+
+// The exit status of a run whose report is written (see kRunOptions).
+int runExitStatus(const json& report, const json& docs) {
+  size_t results = 0;
+  bool stopped = false;
+  for (const auto& t : docs) {
+    results += t.value("results", json::array()).size();
+    stopped |= t.contains("stopped");
+  }
+  if (results == 0 && !stopped && report.at("summary").value("target_errors", 0) == 0) {
+    std::cerr << "flagprop: nothing ran: --property / --op / --dtype select no run of any target" << std::endl;
     return 2;
   }
-  int lockFd = -1;  // held (locked) until this process exits
-  const std::string why = prepareReportDir(cli.reportDir, lockFd);
-  if (!why.empty()) {
-    std::cerr << "flagprop: " << why << std::endl;
-    return 2;
+  // The verdict again, last.
+  if (stopRequested()) {
+    std::cout << "verdict: interrupted (exit 130)" << std::endl;
+    return 130;
   }
-  // What the code under test leaves running outside its target process's
-  // group comes back here when its parent ends, to be ended and reported.
-  if (cli.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
-  std::vector<std::string> notWritten;  // report files that could not be written, and why
-  const auto save = [&](const std::string& path, const std::string& text) {
-    std::error_code ec;
-    fs::create_directories(fs::path(path).parent_path(), ec);  // the code under test may have removed it
-    try {
-      writeText(path, text);
-    } catch (const std::exception& e) {
-      notWritten.push_back(e.what());
-    }
-  };
-  const std::string dir = fs::absolute(cli.reportDir).string();
-  const json info = runInfo(cli, self, argv, dir);
-  if (cli.budgetSeconds) gBudgetEnd = std::chrono::steady_clock::now() + std::chrono::seconds(cli.budgetSeconds);
-  std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
-            << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string()) << ", "
-            << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)
-                                                 : std::string("replaying a reproduce string"))
-            << ", report in " << dir << std::endl;
-  const size_t total = chosen.size() + docs.size();
-  size_t index = 0;
+  const size_t unexpected = report.at("summary").at("unexpected").size();
+  if (stopped) std::cout << "verdict: not every run ran (--budget or an interruption): exit 1" << std::endl;
+  else if (unexpected) std::cout << "verdict: " << unexpected << " unexpected result(s), listed above: exit 1" << std::endl;
+  else std::cout << "verdict: every result as the manifests expect: exit 0" << std::endl;
+  return unexpected == 0 && !stopped ? 0 : 1;
+}
+
+// The targets of a run, one after another, into report folder `dir`:
+// each one's document stored (example database), its JUnit file written
+// and its console lines printed as it ends. `errors`: the manifests that
+// could not be read, reported first. Returns the documents in run order.
+json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& chosen, const json& errors,
+                const json& info, const std::string& dir, std::vector<std::string>& notWritten) {
+  const SupervisorOptions supervise = supervisorOptions(cli, self);
+  const size_t total = chosen.size() + errors.size();
+  json docs = json::array();
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
     if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
       try {  // its failures are judged first the next time it runs
@@ -1090,47 +800,17 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       }
     }
     char num[16];
-    std::snprintf(num, sizeof num, "%03zu", ++index);  // file names sort in run order
+    std::snprintf(num, sizeof num, "%03zu", docs.size() + 1);  // file names sort in run order
     const std::string stem = std::string(num) + "_" + bounded(ident(doc.value("name", std::string("target"))));
-    save(dir + "/junit/" + stem + ".xml", junitXml(doc, info));
-    printTargetResult(doc, info, index, total, seconds, std::cout);
+    saveReportFile(dir + "/junit/" + stem + ".xml", junitXml(doc, info), notWritten);
+    printTargetResult(doc, info, docs.size() + 1, total, seconds, std::cout, 3, cli.verbose);
     docs.push_back(std::move(doc));
   };
-  json errors = docs;  // manifests that could not be read: reported first
-  docs = json::array();
-  for (auto& d : errors) finish(d, 0.0);
+  for (const auto& d : errors) finish(d, 0.0);
   for (size_t i = 0; i < chosen.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string stem = std::to_string(docs.size() + 1) + "_" + bounded(fs::path(chosen[i].path).stem().string());
-    const std::string out = dir + "/targets/" + stem + ".json";
-    json doc;
-    if (!chosen[i].error.empty()) {
-      doc = {{"name", chosen[i].name}, {"manifest", chosen[i].path}, {"status", "error"}, {"error", chosen[i].error},
-             {"results", json::array()}};
-    } else if (!cli.isolate) {
-      Cli child = cli;
-      child.command = "run-target";
-      child.manifests = {chosen[i].path};
-      child.out = out, child.reproDir = dir + "/reproducers";
-      runTargetCommand(child);
-      doc = json::parse(readFile(out));
-    } else {
-      doc = runSharded(cli, self, chosen[i], out, dir + "/reproducers");
-      if (doc.value("name", "") == fs::path(chosen[i].path).stem().string()) doc["name"] = chosen[i].name;
-      const json outlived = endOrphans();
-      for (const auto& o : outlived) {
-        bool listed = false;  // seen by its target process in a case: the same entry, now known to have outlived it
-        for (auto& l : doc["left_running"])
-          if (l.value("kind", "") == "process" && l.value("pid", 0) == o.at("pid").get<int>()) {
-            l["outlived"] = true;
-            listed = true;
-          }
-        if (!listed) doc["left_running"].push_back(o);
-        std::cout << "[" << doc.value("name", "?") << "] the code under test left a process running after its "
-                  << "target process ended (ended now): pid " << o.at("pid") << " " << o.at("command").get<std::string>()
-                  << std::endl;
-      }
-    }
+    json doc = runChosen(cli, supervise, chosen[i], dir + "/targets/" + stem + ".json", dir);
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (stopRequested()) {
       std::cout << "flagprop: interrupted; the report holds the targets run so far ("
@@ -1138,42 +818,53 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
       break;
     }
   }
-  for (const auto& t : docs)  // a reproducer or plot the target process could not write is a report file missing
-    for (const auto& r : t.value("results", json::array()))
-      for (const char* k : {"reproducer_error", "plot_error"})
-        if (r.is_object() && r.contains(k) && r.at(k).is_string())
-          notWritten.push_back(t.value("name", std::string("?")) + " " + r.value("key", std::string()) + ": " +
-                               r.at(k).get<std::string>());
-  const json report = mergeReport(docs, info);
-  const size_t failedBefore = notWritten.size();
-  save(dir + "/report.json", jsonText(report));
-  const bool jsonWritten = notWritten.size() == failedBefore;
-  save(dir + "/report.md", renderMarkdown(report));
-  const std::string htmlWhy = jsonWritten ? writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty())
-                                          : "report.json, which they are made from, was not written";
-  if (!htmlWhy.empty()) notWritten.push_back("report.html / drafts: " + htmlWhy);
-  printSummary(report, std::cout);
+  return docs;
+}
+
+int runCommand(Cli cli, const std::string& self, const std::vector<std::string>& argv) {
+  if (cli.target.run.seed == 0) cli.target.run.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
+  if (cli.manifests.empty()) cli.manifests.push_back(defaultManifest());
+  json errors = json::array();  // manifests that could not be read
+  auto planned = planTargets(cli.manifests, errors);
+  std::vector<Planned> chosen;
+  size_t unselected = 0;
+  for (auto& t : planned) {
+    const bool selected = matchesAny(cli.targetPatterns, t) && (!t.target || mayRun(*t.target, cli.target.selection));
+    if (selected) chosen.push_back(std::move(t));
+    else ++unselected;
+  }
+  if (chosen.empty() && errors.empty()) return nothingToRun(cli, planned);
+  if (cli.list) return listTargets(cli, chosen, errors, unselected);
+  if (!cli.isolate && chosen.size() != 1) {
+    std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << chosen.size() << std::endl;
+    return 2;
+  }
+  int lockFd = -1;  // held (locked) until this process exits
+  if (const std::string why = prepareReportDir(cli.reportDir, lockFd); !why.empty()) {
+    std::cerr << "flagprop: " << why << std::endl;
+    return 2;
+  }
+  // What the code under test leaves running outside its target process's
+  // group comes back here when its parent ends, to be ended and reported.
+  if (cli.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const std::string dir = fs::absolute(cli.reportDir).string();
+  const json info = runInfo(cli, self, argv, dir);
+  std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
+            << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string()) << ", "
+            << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)
+                                                 : std::string("replaying a reproduce string"))
+            << ", report in " << shownPath(dir) << std::endl;
+  std::vector<std::string> notWritten;  // report files that could not be written, and why
+  const json docs = runTargets(cli, self, chosen, errors, info, dir, notWritten);
+  const json report = writeReport(cli, docs, info, dir, notWritten);
   if (!notWritten.empty()) {  // the summary above is all there is of the rest
     std::cout << "flagprop: report incomplete: " << notWritten.size() << " report file(s) not written:" << std::endl;
     for (const auto& w : notWritten) std::cout << "  " << w << std::endl;
     return kReportIncomplete;
   }
-  std::cout << "report: " << dir << "/report.md (and report.html, report.json, junit/, drafts/, reproducers/)" << std::endl;
-  size_t results = 0;
-  bool anyStopped = false;
-  for (const auto& t : docs) {
-    results += t.value("results", json::array()).size();
-    anyStopped |= t.contains("stopped");
-  }
-  if (results == 0 && !anyStopped && report.at("summary").value("target_errors", 0) == 0) {
-    std::cerr << "flagprop: nothing ran: --property / --op / --dtype select no run of any target" << std::endl;
-    return 2;
-  }
-  if (stopRequested()) return 130;
-  bool stopped = false;
-  for (const auto& t : docs) stopped |= t.contains("stopped");
-  if (stopped) std::cout << "flagprop: not every run ran (--budget or an interruption): exit 1" << std::endl;
-  return report.at("summary").at("unexpected").empty() && !stopped ? 0 : 1;
+  std::cout << "report: " << shownPath(dir + "/report.md") << " (and report.html, report.json, junit/, drafts/, "
+            << "reproducers/)" << std::endl;
+  return runExitStatus(report, docs);
 }
 
 // `flagprop ops` and `flagprop properties`: what a run can select.

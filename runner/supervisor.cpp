@@ -1,0 +1,458 @@
+#include "runner/supervisor.h"
+
+#include "core/files.h"
+#include "suites/registry.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace flagprop {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string bounded(std::string s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
+
+// The command line of a target process for `manifest` under `opts`.
+std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
+                                   const std::string& repro) {
+  const TargetRunOptions& t = opts.target;
+  std::vector<std::string> a = {opts.self, "run-target", "--manifest", manifest, "--out", out, "--console-fd", "3",
+                                "--key-fd", "4", "--parent", std::to_string(getpid()),
+                                "--seed", std::to_string(t.run.seed), "--repro-dir", repro};
+  if (opts.verbose) a.push_back("--verbose");
+  if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
+  if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
+  if (!t.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", t.run.reproduce});
+  for (const auto& p : t.selection.properties) a.insert(a.end(), {"--property", p});
+  for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});
+  for (const auto& p : t.selection.dtypes) a.insert(a.end(), {"--dtype", p});
+  if (t.unverified) a.push_back("--unverified");
+  if (opts.db.empty()) a.push_back("--no-db");
+  else a.insert(a.end(), {"--db", opts.db});
+  if (t.precompileWorkers > 0)
+    a.insert(a.end(), {"--precompile", std::to_string(t.precompileWorkers), "--case-timeout",
+                       std::to_string(opts.caseTimeoutSeconds)});
+  return a;
+}
+
+// The run keys a target process is launched for under `sel` (plannedKeys on
+// the manifest), or nullopt when the manifest cannot be planned (the target
+// process reports why). Not from several threads at once: the catalog's
+// schema-derived entries are built on first use.
+std::optional<std::vector<std::string>> planOf(const std::string& manifest, const Selection& sel) {
+  try {
+    return plannedKeys(loadTarget(manifest), sel);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Puts doc.results in the order of `keys` (run keys); others, "process"
+// among them, after those, in their own order.
+void keepOrder(json& doc, const std::vector<std::string>& keys) {
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < keys.size(); ++i) at.emplace(keys[i], i);
+  std::vector<json> rs = doc.value("results", json::array()).get<std::vector<json>>();
+  std::stable_sort(rs.begin(), rs.end(), [&](const json& a, const json& b) {
+    const auto i = at.find(a.value("key", std::string())), j = at.find(b.value("key", std::string()));
+    return (i == at.end() ? keys.size() : i->second) < (j == at.end() ? keys.size() : j->second);
+  });
+  doc["results"] = rs;
+}
+
+void dropProcessResult(json& doc) {
+  auto& results = doc["results"];
+  if (!results.empty() && results.back().value("key", "") == "process") results.erase(results.end() - 1);
+}
+
+// A key of 64 hex digits from std::random_device.
+std::string freshKey() {
+  std::random_device rd;
+  char hex[65];
+  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", static_cast<unsigned>(rd()));
+  return std::string(hex, 64);
+}
+
+// One target in child processes, one after another: the first, then a
+// fresh one after each crash in a case, lost device or flaky result.
+class TargetProcesses {
+ public:
+  TargetProcesses(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
+                  const std::string& reproDir, const std::optional<std::vector<std::string>>& plan,
+                  std::vector<std::string> env)
+      : opts_(opts), manifest_(manifest), out_(out), reproDir_(reproDir), plannable_(plan.has_value()),
+        planned_(plan.value_or(std::vector<std::string>{})), env_(std::move(env)) {}
+
+  json run() {
+    std::vector<std::string> args = childArgs(opts_, manifest_, out_, reproDir_);
+    for (int restart = 0;; ++restart) {
+      removeScratch();
+      const int left = secondsLeft();
+      if (budgeted() && left <= 0) return stopped(budgetWhy(), false);  // nothing started: the budget is spent
+      const bool budgetLimits = budgeted() && left < opts_.timeoutSeconds;
+      const ChildResult r = runOne(args, budgetLimits ? left : opts_.timeoutSeconds);
+      if (r.stopped) return stopped("the run was interrupted; the runs left did not run", true);
+      // The budget, not a hang (a case past --case-timeout is a hang whatever the budget).
+      if (budgetLimits && r.timedOut && !r.caseTimedOut) return stopped(budgetWhy(), true);
+      if (!opts_.quiet && isatty(STDOUT_FILENO)) std::cout << "\r\033[K" << std::flush;  // the child's progress line
+      json doc = collectChildDocument(out_, manifest_, r, opts_.timeoutSeconds, key_);
+      doc["captured_output"] = capturedOutput(capturePath(out_));
+      if (!crashes_.empty()) doc["crashes"] = crashes_;
+      const bool again = restart < kMaxRestarts;
+      if (!doc.contains("crash")) {
+        removeScratch();
+        if (again && wantsFreshProcess(doc)) {
+          resumeAfter(doc, args);
+          continue;
+        }
+        return finished(std::move(doc));
+      }
+      if (r.exitCode == kDeviceLostExit && !r.signal && !r.timedOut && doc.value("status", "") == "ok" && again) {
+        doc.erase("crash");  // the lost device's result is recorded: a fresh process (and context) goes on
+        resumeAfter(doc, args);
+        continue;
+      }
+      if (!recordCrash(doc, again)) return doc;
+      args = resumeArgs();
+    }
+  }
+
+ private:
+  bool budgeted() const { return opts_.budgetEnd != std::chrono::steady_clock::time_point::max(); }
+  int secondsLeft() const {
+    if (!budgeted()) return 0;
+    return static_cast<int>(
+        std::chrono::duration_cast<std::chrono::seconds>(opts_.budgetEnd - std::chrono::steady_clock::now()).count());
+  }
+  std::string budgetWhy() const {
+    return "the run's --budget of " + std::to_string(opts_.budgetSeconds) + " s ran out; the runs left did not run";
+  }
+  std::string inflight() const { return out_ + ".inflight"; }
+  std::string stage() const { return out_ + ".stage"; }
+  void removeScratch() const {
+    std::error_code ec;
+    fs::remove(inflight(), ec);
+    fs::remove(stage(), ec);
+  }
+  // A fresh process for the runs left: the document so far is its --resume.
+  std::vector<std::string> resumeArgs() const {
+    auto a = childArgs(opts_, manifest_, out_, reproDir_);
+    a.insert(a.end(), {"--resume", out_});
+    return a;
+  }
+
+  ChildResult runOne(std::vector<std::string> a, int limit) const {
+    if (opts_.target.precompileWorkers > 0)  // the process's own limit: its workers get a quarter of it
+      a.insert(a.end(), {"--timeout", std::to_string(limit)});
+    ChildSpec spec{a, capturePath(out_), env_,
+                   CaseWatch{inflight(), opts_.caseTimeoutSeconds, stage(),
+                             std::min(kReferenceStageSeconds, opts_.caseTimeoutSeconds)}};
+    spec.ownGroup = true;  // what the code under test leaves running in its group ends with it
+    spec.secret = key_;    // through a pipe: neither the environment nor the command line holds it
+    return runChildren({spec}, limit).at(0);
+  }
+
+  // A target stopped from outside (the budget ran out, Ctrl-C): what it
+  // wrote is kept, the runs left are "not run", the case in flight is no finding.
+  json stopped(const std::string& why, bool started) const {
+    json doc = {{"name", fs::path(manifest_).stem().string()}, {"manifest", manifest_}, {"status", "error"},
+                {"error", "stopped before the target wrote its document: " + why}, {"results", json::array()}};
+    try {
+      json read = json::parse(readFile(out_));
+      if (takeDocumentMac(read, key_)) doc = read;
+    } catch (const std::exception&) {
+    }
+    doc["stopped"] = why;
+    if (!doc.contains("provenance")) doc["provenance"] = json::object();
+    if (started) doc["captured_output"] = capturedOutput(capturePath(out_));
+    if (!crashes_.empty()) doc["crashes"] = crashes_;
+    removeScratch();
+    return doc;
+  }
+
+  // Flaky from judgings in the process that found it: once more, first in
+  // a fresh process (a fault of every first call fails there too).
+  bool wantsFreshProcess(const json& doc) const {
+    if (doc.value("status", "") != "ok") return false;
+    const auto& rs = doc.value("results", json::array());
+    return std::any_of(rs.begin(), rs.end(), [](const json& r) { return wantsFreshJudging(r); });
+  }
+
+  void resumeAfter(json& doc, std::vector<std::string>& args) {
+    dropProcessResult(doc);
+    for (const auto& r : doc["results"]) {  // the order so far, the keys seen first kept where they were
+      const std::string k = r.value("key", std::string());
+      if (std::find(orderBefore_.begin(), orderBefore_.end(), k) == orderBefore_.end()) orderBefore_.push_back(k);
+    }
+    writeTargetDocument(out_, doc, key_);
+    args = resumeArgs();
+  }
+
+  json finished(json doc) const {
+    if (!orderBefore_.empty()) keepOrder(doc, orderBefore_);  // the results judged again where they were
+    if (plannable_ && doc.value("status", "") == "ok" && !checkAgainstPlan(doc, planned_))
+      std::cout << "\n[" << doc.value("name", "?") << "] the target document does not hold the runs its process "
+                << "was launched for (" << doc["plan_mismatch"]["missing"].size() << " missing, "
+                << doc["plan_mismatch"]["unexpected"].size() << " not launched): each missing one is an error"
+                << std::endl;
+    return doc;
+  }
+
+  // The case in flight when a process died, as a result (crashOutcome), or
+  // nullopt when it died outside a case of the runs it was launched for.
+  std::optional<PropertyOutcome> caseInFlight(const json& doc, const std::string& why) const {
+    json fly;
+    try {
+      fly = json::parse(readFile(inflight()));
+    } catch (const std::exception&) {
+    }
+    if (!fly.is_object() || doc.value("status", "") != "ok") return std::nullopt;
+    try {
+      PropertyOutcome o = crashOutcome(fly, why);
+      if (plannable_ && std::find(planned_.begin(), planned_.end(), o.key()) == planned_.end()) return std::nullopt;
+      return o;
+    } catch (const std::invalid_argument&) {  // a record the code under test wrote: no run of this target
+      return std::nullopt;
+    }
+  }
+
+  // A process that died: its case recorded with its reproducer and true (a
+  // fresh process goes on), or false with `doc` the target's final document.
+  bool recordCrash(json& doc, bool again) {
+    const std::string why = doc["crash"].get<std::string>();
+    std::optional<PropertyOutcome> inCase = caseInFlight(doc, why);
+    if (!inCase || !again) {
+      std::cout << "\n[" << doc.value("name", "?") << "] " << why
+                << (!inCase ? " outside a case" : "; " + std::to_string(kMaxRestarts) + " restarts already")
+                << "; results written before that are kept" << std::endl;
+      if (plannable_ && doc.value("status", "") == "ok")  // the runs it did not reach are errors, not absent
+        checkAgainstPlan(doc, planned_, "not run: the target process " + why + " outside a case (or its in-flight "
+                                        "record did not name a run it was launched for) before reaching it");
+      return false;
+    }
+    PropertyOutcome& o = *inCase;
+    o.observations["limit_s"] = std::min(opts_.timeoutSeconds, 120);  // the reproducer's time limit
+    if (readStage(stage()) == "reference") {  // CPU ATen died, not the op under test: nothing judged
+      o.status = "skip";
+      o.reason = "health: CPU ATen (the reference) ended the process (" + why +
+                 ") on a generated case; the op was not judged";
+      o.observations["crash_in"] = "reference";
+    }
+    dropProcessResult(doc);
+    json rj = o.toJson();
+    try {
+      if (o.status == "fail" && opts_.writeReproducer)
+        rj["reproducer"] = opts_.writeReproducer(reproDir_, doc.at("target"), doc.value("provenance", json::object()), o);
+    } catch (const std::exception& e) {
+      rj["reproducer_error"] = e.what();
+    }
+    doc["results"].push_back(rj);
+    crashes_.push_back({{"key", o.key()}, {"why", why}});
+    doc["crashes"] = crashes_;
+    doc.erase("crash");
+    writeTargetDocument(out_, doc, key_);
+    std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
+              << "; a fresh process goes on" << std::endl;
+    return true;
+  }
+
+  const SupervisorOptions& opts_;
+  const std::string manifest_, out_, reproDir_;
+  const bool plannable_;                 // the run keys it is launched for are known
+  const std::vector<std::string> planned_;  // from the manifest and the catalog alone
+  const std::vector<std::string> env_;
+  // The key the target process authenticates its document with.
+  const std::string key_ = freshKey();
+  json crashes_ = json::array();
+  std::vector<std::string> orderBefore_;  // the run keys in order, once a fresh process judges results again
+};
+
+// Merges the documents of a target's shards (each ran some of its ops) into
+// one: the first shard's fields, every shard's results, crashes and what was
+// left running (superviseTarget counts their captured output together).
+void mergePrecompile(json& p, const json& q) {
+  for (const char* f : {"workers", "cases", "ran", "failed", "compilations"}) p[f] = p.value(f, 0) + q.value(f, 0);
+  p["seconds"] = std::max(p.value("seconds", 0.0), q.value("seconds", 0.0));  // the shards ran at once
+  for (const auto& x : q.value("stopped", json::array())) p["stopped"].push_back(x);
+  for (const auto& x : q.value("errors", json::array()))
+    if (p["errors"].size() < 5) p["errors"].push_back(x);
+  p.erase("output");  // one shard's; what the workers printed is per process
+}
+
+json mergeShards(std::vector<json> shards) {
+  json doc = shards.at(0);
+  if (shards.size() == 1) return doc;
+  for (size_t i = 1; i < shards.size(); ++i) {
+    const json& s = shards[i];
+    if (s.value("status", "") != "ok" && doc.value("status", "") == "ok") {
+      doc["status"] = s.at("status");
+      doc["error"] = s.value("error", std::string());
+    }
+    for (const auto& r : s.value("results", json::array())) doc["results"].push_back(r);
+    for (const char* k : {"crashes", "left_running"})
+      for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
+    if (s.contains("precompile")) {  // each shard's workers compiled its own ops' palettes
+      if (!doc.contains("precompile")) doc["precompile"] = s.at("precompile");
+      else mergePrecompile(doc["precompile"], s.at("precompile"));
+    }
+    if (s.contains("crash")) doc["crash"] = s.at("crash");
+    if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
+  }
+  doc["shards"] = shards.size();
+  return doc;
+}
+
+// The environment of shard `i`: the Triton cache, and its device of --devices.
+std::vector<std::string> shardEnv(const SupervisorOptions& opts, size_t i) {
+  std::vector<std::string> e;
+  if (!opts.tritonCache.empty()) e.push_back("TRITON_CACHE_DIR=" + opts.tritonCache);
+  if (!opts.devices.empty()) {
+    // Index N is the N-th GPU this process sees: an entry of an already
+    // narrowed list (a Slurm allocation), as matrix/ctest_device.sh maps it.
+    const size_t n = std::stoul(opts.devices[i % opts.devices.size()]);
+    for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"}) {
+      const char* vis = std::getenv(var);
+      e.push_back(std::string(var) + "=" + (vis ? visibleDevices(vis).at(n) : std::to_string(n)));
+    }
+  }
+  return e;
+}
+
+// The options of shard k of `jobs` over `ops` (dealt round robin); the
+// installer properties run in the first shard only.
+SupervisorOptions shardOptions(const SupervisorOptions& opts, const Target& t, const std::vector<std::string>& ops,
+                               size_t k, size_t jobs) {
+  SupervisorOptions shard = opts;
+  Selection& sel = shard.target.selection;
+  sel.ops.clear();
+  for (size_t i = k; i < ops.size(); i += jobs) sel.ops.push_back(ops[i]);
+  if (k == 0 && sel.properties.empty()) sel.properties = targetProperties(t);  // named, so that --op does not drop them
+  if (k > 0) {
+    if (sel.properties.empty())
+      for (const auto& id : targetProperties(t))
+        if (findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op) sel.properties.push_back(id);
+    shard.quiet = true;  // one progress line: the first shard's
+  }
+  if (opts.target.precompileWorkers > 0) {  // --precompile N is the target's: N workers over all its processes
+    const size_t n = static_cast<size_t>(opts.target.precompileWorkers);
+    shard.target.precompileWorkers = static_cast<int>(std::max<size_t>(1, n / jobs + (k < n % jobs ? 1 : 0)));
+  }
+  return shard;
+}
+
+}  // namespace
+
+std::string capturePath(const std::string& out) { return out.substr(0, out.size() - 5) + ".output.txt"; }
+
+std::vector<std::string> visibleDevices(const std::string& value) {
+  std::vector<std::string> out;
+  std::stringstream ss(value);
+  for (std::string d; std::getline(ss, d, ',');) {
+    d.erase(0, d.find_first_not_of(" \t"));
+    d.erase(d.find_last_not_of(" \t") + 1);
+    if (d.rfind("-1", 0) == 0) break;
+    if (!d.empty()) out.push_back(d);
+  }
+  return out;
+}
+
+// One target in --jobs processes at once, its ops dealt round robin (the
+// installer properties in the first), each process on the next of
+// --devices (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES); Triton's cache
+// is shared, so a specialization one process compiled is found by the
+// others. A target without op runs, or --jobs 1, is one process.
+json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::string& manifest,
+                     const std::string& out, const std::string& reproDir) {
+  std::vector<std::string> ops = targetOpNames(t);
+  const auto& only = opts.target.selection.ops;
+  if (!only.empty())
+    ops.erase(std::remove_if(ops.begin(), ops.end(),
+                             [&](const std::string& o) { return std::find(only.begin(), only.end(), o) == only.end(); }),
+              ops.end());
+  bool opProps = false;
+  for (const auto& id : targetProperties(t))
+    opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
+  const size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(opts.jobs, 1)), ops.size());
+  if (jobs <= 1 || !opProps)
+    return TargetProcesses(opts, manifest, out, reproDir, planOf(manifest, opts.target.selection), shardEnv(opts, 0))
+        .run();
+  std::vector<json> docs(jobs);
+  std::vector<SupervisorOptions> shards;
+  std::vector<std::string> parts, captures;  // what each process printed, counted together below
+  std::vector<std::optional<std::vector<std::string>>> plans;
+  for (size_t k = 0; k < jobs; ++k) {
+    shards.push_back(shardOptions(opts, t, ops, k, jobs));
+    parts.push_back(out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json");
+    captures.push_back(capturePath(parts.back()));
+    plans.push_back(planOf(manifest, shards.back().target.selection));  // here: planOf is not for several threads
+  }
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < jobs; ++k)
+    threads.emplace_back([&, k]() {
+      docs[k] = TargetProcesses(shards[k], manifest, parts[k], reproDir, plans[k], shardEnv(opts, k)).run();
+    });
+  for (auto& th : threads) th.join();
+  json doc = mergeShards(docs);
+  doc["captured_output"] = capturedOutput(captures);
+  writeText(out, jsonText(doc));
+  return doc;
+}
+
+json endOrphans() {
+  json out = json::array();
+  for (int round = 0; round < 4096; ++round) {  // a killed one's own children are ours next (a chain: one a round)
+    std::vector<pid_t> found;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc", ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.empty() || !isdigit(static_cast<unsigned char>(name[0]))) continue;
+      std::string stat;
+      try {
+        stat = readFile(e.path().string() + "/stat", 1 << 16);
+      } catch (const std::exception&) {
+        continue;
+      }
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 1));
+      std::string state;
+      long ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == getpid()) found.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    if (found.empty()) break;
+    for (const pid_t pid : found) {
+      std::string command;
+      try {
+        command = readFile("/proc/" + std::to_string(pid) + "/cmdline", 1 << 16);
+      } catch (const std::exception&) {
+      }
+      for (auto& c : command)
+        if (c == '\0') c = ' ';
+      while (!command.empty() && command.back() == ' ') command.pop_back();
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      if (!command.empty()) out.push_back({{"kind", "process"}, {"pid", pid}, {"command", bounded(command, 200)},
+                                          {"outlived", true}});
+    }
+  }
+  return out;
+}
+
+}  // namespace flagprop

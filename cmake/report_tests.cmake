@@ -28,5 +28,5 @@ add_test(NAME report_drafts
 
 set_tests_properties(report_matrix_run PROPERTIES FIXTURES_SETUP flagprop_report_matrix)
 set_tests_properties(report_html_chromium report_drafts PROPERTIES FIXTURES_REQUIRED flagprop_report_matrix)
-set_tests_properties(report_units report_matrix_run report_html_chromium report_drafts
-  PROPERTIES LABELS "cpu" TIMEOUT 300)
+set_tests_properties(report_units PROPERTIES LABELS cpu-unit TIMEOUT 300)
+set_tests_properties(report_matrix_run report_html_chromium report_drafts PROPERTIES LABELS cpu-e2e TIMEOUT 300)

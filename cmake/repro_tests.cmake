@@ -1,4 +1,4 @@
-# Tests of the standalone reproducers (label cpu):
+# Tests of the standalone reproducers (labels cpu-unit, cpu-teeth, cpu-e2e in turn):
 #   repro_slim            flagprop.slim, which cuts flagprop's Python code down
 #                         to what a reproducer's case runs (unit tests);
 #   repro_checker_teeth   the end-to-end checks below catch a reproducer that is
@@ -20,4 +20,7 @@ add_test(NAME repro_end_to_end
           --flagprop $<TARGET_FILE:flagprop> --python "${Python_EXECUTABLE}"
           --source-dir "${CMAKE_CURRENT_SOURCE_DIR}")
 set_tests_properties(repro_slim repro_checker_teeth repro_end_to_end PROPERTIES
-  LABELS "cpu" TIMEOUT 300 ENVIRONMENT "FLAGPROP_SOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}")
+  TIMEOUT 300 ENVIRONMENT "FLAGPROP_SOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}")
+set_tests_properties(repro_slim PROPERTIES LABELS cpu-unit)
+set_tests_properties(repro_checker_teeth PROPERTIES LABELS cpu-teeth)
+set_tests_properties(repro_end_to_end PROPERTIES LABELS cpu-e2e)

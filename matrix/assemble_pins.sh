@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Assembles the FlagGems trees the GPU manifests name from a FlagGems src/
 # checkout and the pinned libentry.py files, all in the git-ignored .targets/
-# (see README, "Pointing it at real code"):
+# (see docs/real-code.md):
 #   .targets/FlagGems/src                          a FlagGems checkout's src/
 #   .targets/pins/libentry-r5/libentry.py          the R5 libentry.py (SHA256 4c22919c...)
 #   .targets/pins/libentry-helper/libentry.py      one with _descriptor_cache_key (ed5d38a9...)

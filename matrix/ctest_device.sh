@@ -81,7 +81,7 @@ if [ "$label" = cuda ] && [ ${#requires[@]} -eq 0 ]; then
 fi
 for f in ${requires[@]+"${requires[@]}"}; do
   if [ ! -e "$f" ]; then
-    echo "skipped: $f is absent (.targets/: see README, 'Pointing it at real code')"
+    echo "skipped: $f is absent (.targets/: see docs/real-code.md)"
     exit 77
   fi
 done

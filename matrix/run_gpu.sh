@@ -9,7 +9,7 @@
 #   .carry/libssl3             Debian's libssl3 unpacked (used when the host has no libcrypto.so.3)
 #   .carry/libgtest-dev        Debian's libgtest-dev unpacked (used when the host has no GoogleTest)
 #   .carry/wheels              a SQLAlchemy 2.x wheel for FlagGems; matplotlib (and its dependencies but numpy) for the P9 plots
-#   .targets/                  FlagGems' src/ and the pinned files (README)
+#   .targets/                  FlagGems' src/ and the pinned files (docs/real-code.md)
 # Usage: matrix/run_gpu.sh OUTDIR MODE...
 #   build  configure and build into build-gpu (Release)
 #   test   ctest: the CPU tests against this torch

@@ -267,8 +267,9 @@ class TargetProcesses {
     doc["crashes"] = crashes_;
     doc.erase("crash");
     writeTargetDocument(out_, doc, key_);
-    std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
-              << "; a fresh process goes on" << std::endl;
+    if (opts_.verbose)  // else the target's line says how many times (printTargetResult)
+      std::cout << "\n[" << doc.value("name", "?") << "] " << o.key() << " ... " << o.status << ": " << o.reason
+                << "; a fresh process goes on" << std::endl;
     return true;
   }
 

@@ -44,7 +44,10 @@ def top(path, n=40):
             own[frames[-1]] += k
             for name in set(frames):
                 inclusive[name] += k
-    share = lambda c: [(v / total, name) for name, v in c.most_common(n)] if total else []
+
+    def share(c):
+        return [(v / total, name) for name, v in c.most_common(n)] if total else []
+
     return total, share(inclusive), share(own)
 
 

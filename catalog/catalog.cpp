@@ -58,12 +58,12 @@ json freeOutputs(const std::string& name) {
   static const std::map<std::string, json> table = [] {
     const json byValue = indices(0, json(1), json(2));  // (self, dim, keepdim): any index among ties
     std::map<std::string, json> t;
-    for (const char* n : {"max.dim", "min.dim", "median.dim", "median.dim_values", "nanmedian.dim",
-                          "nanmedian.dim_values", "mode"})
+    for (const char* n :
+         {"max.dim", "min.dim", "median.dim", "median.dim_values", "nanmedian.dim", "nanmedian.dim_values", "mode"})
       t[n] = json::array({values(), byValue});
     t["kthvalue"] = json::array({values(), indices(0, json(2), json(3))});  // (self, k, dim, keepdim)
-    t["sort"] = json::array({values(), indices(0, json(1))});              // (self, dim, descending)
-    t["argsort"] = json::array({indices(0, json(1))});                     // (self, dim, descending)
+    t["sort"] = json::array({values(), indices(0, json(1))});               // (self, dim, descending)
+    t["argsort"] = json::array({indices(0, json(1))});                      // (self, dim, descending)
     // (self, *, stable, dim, descending): stable=True documents the order among ties.
     t["sort.stable"] = json::array({values(), exactIf(indices(0, json("dim")), "stable")});
     t["argsort.stable"] = json::array({exactIf(indices(0, json("dim")), "stable")});
@@ -144,7 +144,9 @@ std::vector<OpEntry> buildCatalog() {
       // argmin: the first of equal values, as ATen documents (exact); the
       // others: indices among ties judged by the values they select.
       Op("argmin", kFloatingAndInt32, alongDim({args::boolean()}, /*optionalDim=*/true)).exact(),
-      Op("max.dim", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1, 2)}),
+      Op("max.dim", kFloatingAndInt32, alongDim({args::boolean()}))
+          .exact()
+          .outputs({out::values(), out::indices(0, 1, 2)}),
       Op("sort", kFloatingAndInt32, alongDim({args::boolean()})).exact().outputs({out::values(), out::indices(0, 1)}),
   };
 }
@@ -191,7 +193,9 @@ const OpEntry* findOp(const std::string& name) {
 }
 
 namespace {
-bool holds(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool holds(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 std::string joined(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
@@ -213,7 +217,8 @@ std::string whyNotIn(const std::string& name, const std::string& dtype, bool sch
   if (!e) return whyExcluded(name);
   const OpEntry* s = schemaFallback ? derived(name).entry.get() : nullptr;
   std::string why = "flagprop runs " + name + " in " + joined(e->dtypes) + ", not " + dtype;
-  if (s && s != e) why += " (nor does the entry derived from its schema: " + joined(s->dtypes) + ")";
+  if (s && s != e)
+    why += " (nor does the entry derived from its schema: " + joined(s->dtypes) + ")";
   else if (!schemaFallback && e != derived(name).entry.get())
     why += " (an op file's ops are run in the hand-written entry's dtypes only)";
   return why;

@@ -29,11 +29,11 @@ extern const std::vector<std::string> kSchemaDefaultDtypes;
 
 /// Tolerance rules (flagprop.verdicts.tolerance documents each).
 namespace tol {
-json pointwise();                ///< rtol by dtype (FlagGems' RESOLUTION), atol 1e-4
-json exact();                    ///< identical values (NaN positions still compare as positions)
-json reduction(int dimsArg);     ///< atol 1e-4 * sqrt(elements reduced); dims in argument `dimsArg`
-json scan(int dimArg);           ///< atol 1e-4 * sqrt(length of the scanned dim in argument `dimArg`)
-json normalization();            ///< rtol max(RESOLUTION, 1e-5), atol 1e-4
+json pointwise();             ///< rtol by dtype (FlagGems' RESOLUTION), atol 1e-4
+json exact();                 ///< identical values (NaN positions still compare as positions)
+json reduction(int dimsArg);  ///< atol 1e-4 * sqrt(elements reduced); dims in argument `dimsArg`
+json scan(int dimArg);        ///< atol 1e-4 * sqrt(length of the scanned dim in argument `dimArg`)
+json normalization();         ///< rtol max(RESOLUTION, 1e-5), atol 1e-4
 }  // namespace tol
 
 /// How an output is judged (flagprop.verdicts.op_findings).
@@ -69,7 +69,7 @@ struct OpEntry {
   std::vector<std::string> dtypes;  ///< dtypes the op may be run in (a target's `dtypes` picks among them)
   /// What it runs in when the target names no dtypes; empty: all of `dtypes`.
   std::vector<std::string> defaultDtypes;
-  Sampler sample;                   ///< one call of the op
+  Sampler sample;  ///< one call of the op
   /// {"upcast": floating inputs of the reference in float64, "tolerance": a
   /// tol:: rule, "outputs": per output an out:: kind (default values)}.
   json judging = {{"upcast", true}, {"tolerance", tol::pointwise()}, {"outputs", json::array()}};

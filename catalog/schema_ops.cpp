@@ -82,18 +82,15 @@ const std::map<std::string, std::vector<std::string>>& knownStrings() {
   return m;
 }
 
-bool isTensorType(const std::string& base) {
-  return base == "Tensor" || base == "Tensor[]" || base == "Tensor?[]";
-}
+bool isTensorType(const std::string& base) { return base == "Tensor" || base == "Tensor[]" || base == "Tensor?[]"; }
 
 // Why an argument has no sampler, or "".
 std::string unsupported(const SchemaArg& a) {
   if (a.out) return baseType(a.type).first == "Tensor" ? "" : "out= argument " + a.name + " of type " + a.type;
   const auto [t, optional] = baseType(a.type);
-  static const std::vector<std::string> known = {"Tensor",  "Tensor[]",   "Tensor?[]", "int",    "int[]",
-                                                 "Scalar",  "float",      "bool",      "str",    "ScalarType",
-                                                 "Device",  "Generator",  "Layout",    "MemoryFormat", "float[]",
-                                                 "bool[]",  "Scalar[]"};
+  static const std::vector<std::string> known = {
+      "Tensor",     "Tensor[]", "Tensor?[]", "int",    "int[]",        "Scalar",  "float",  "bool",    "str",
+      "ScalarType", "Device",   "Generator", "Layout", "MemoryFormat", "float[]", "bool[]", "Scalar[]"};
   if (std::find(known.begin(), known.end(), t) == known.end())
     return "argument " + a.name + " of type " + a.type + " has no sampler";
   if (t == "str" && !a.defaultKnown && !optional && !knownStrings().count(a.name))
@@ -265,11 +262,15 @@ OpClass classifyOp(const OpSchema& s) {
   if (contains(base, "empty") || base.rfind("resize", 0) == 0 || base == "_make_dep_token")
     return no("its output is (partly) uninitialized memory");
   bool tensorReturn = false;
-  for (const auto& r : s.returns) tensorReturn |= baseType(r.type).first == "Tensor" || baseType(r.type).first == "Tensor[]";
-  if (!tensorReturn) return no("returns no tensor (" + (s.returns.empty() ? std::string("nothing") : s.returns[0].type) + ")");
   for (const auto& r : s.returns)
-    if (!isTensorType(baseType(r.type).first)) return no(std::string("returns ") + (std::string("aeiou").find(r.type.empty() ? 'x' : r.type[0]) != std::string::npos ? "an " : "a ") +
-                   r.type + " beside its tensors");
+    tensorReturn |= baseType(r.type).first == "Tensor" || baseType(r.type).first == "Tensor[]";
+  if (!tensorReturn)
+    return no("returns no tensor (" + (s.returns.empty() ? std::string("nothing") : s.returns[0].type) + ")");
+  for (const auto& r : s.returns)
+    if (!isTensorType(baseType(r.type).first))
+      return no(std::string("returns ") +
+                (std::string("aeiou").find(r.type.empty() ? 'x' : r.type[0]) != std::string::npos ? "an " : "a ") +
+                r.type + " beside its tensors");
   bool sizeArg = false, strideArg = false;
   for (const auto& a : s.args) {
     sizeArg |= a.name == "size";
@@ -281,9 +282,12 @@ OpClass classifyOp(const OpSchema& s) {
     const auto& a = s.args[i];
     const std::string why = unsupported(a);
     if (!why.empty()) return no(why);
-    if (a.out) outArgs = true;
-    else if (a.written && i == 0 && a.type == "Tensor") inplace = true;
-    else if (a.written) return no("writes argument " + a.name + ", which is neither self nor an out= argument");
+    if (a.out)
+      outArgs = true;
+    else if (a.written && i == 0 && a.type == "Tensor")
+      inplace = true;
+    else if (a.written)
+      return no("writes argument " + a.name + ", which is neither self nor an out= argument");
   }
   if (outArgs && inplace) return no("writes both self and out= arguments");
   if (outArgs) return {"out", ""};
@@ -324,10 +328,9 @@ Sampler schemaSampler(const OpSchema& schema) {
 bool integerOnly(const std::string& name) {
   // ATen documents these as integral (and bool) ops; its CPU kernels reject
   // floating dtypes ("bitwise_or_cpu" not implemented for 'Float').
-  static const std::vector<std::string> prefixes = {"bitwise_",  "__and__",   "__iand__",   "__or__",
-                                                    "__ior__",   "__xor__",   "__ixor__",   "__lshift__",
-                                                    "__ilshift__", "__rshift__", "__irshift__", "gcd",
-                                                    "lcm",       "bincount"};
+  static const std::vector<std::string> prefixes = {
+      "bitwise_",   "__and__",     "__iand__",   "__or__",      "__ior__", "__xor__", "__ixor__",
+      "__lshift__", "__ilshift__", "__rshift__", "__irshift__", "gcd",     "lcm",     "bincount"};
   const std::string base = name.substr(0, name.find('.'));
   for (const auto& p : prefixes)
     if (base.rfind(p, 0) == 0) return true;
@@ -354,7 +357,7 @@ OpEntry schemaEntry(const OpSchema& s) {
 
 const std::vector<std::string>& flaggemsOverloads() {
   static const std::vector<std::string> names = [] {
-    const std::string path = std::string(FLAGPROP_SOURCE_DIR) + "/catalog/flaggems_overloads.txt";
+    const std::string path = dataRoot() + "/catalog/flaggems_overloads.txt";
     std::istringstream in(readFile(path));
     std::vector<std::string> out;
     for (std::string line; std::getline(in, line);)

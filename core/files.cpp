@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -28,7 +29,8 @@ namespace {
 std::string notRegular(const std::string& path) {
   std::error_code ec;
   const auto st = fs::status(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();  // e.g. "Too many levels of symbolic links"
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return ec.message();  // e.g. "Too many levels of symbolic links"
   if (ec || st.type() == fs::file_type::not_found) return "no such file";
   if (st.type() == fs::file_type::directory) return "is a directory, not a file";
   if (st.type() != fs::file_type::regular) return "is not a regular file (a FIFO, device or socket)";
@@ -59,7 +61,8 @@ std::string readFile(const std::string& path, uint64_t maxBytes) {
 std::string sha256File(const std::string& path) {
   std::ifstream in = openRegular(path);
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw FileError(path + ": cannot hash (OpenSSL)");
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw FileError(path + ": cannot hash (OpenSSL)");
   std::vector<char> block(1 << 20);
   while (in) {
     in.read(block.data(), static_cast<std::streamsize>(block.size()));
@@ -106,10 +109,11 @@ void overwriteFile(const std::string& path, const std::string& text) {
   // The descriptor is used only while it is still this file, and `path`
   // still names it: code under test that closed it (and perhaps got its
   // number for a file of its own) or unlinked the file gets a fresh one.
-  struct stat byFd {}, byPath {};
-  if (it != fds.end() && (::fstat(it->second.fd, &byFd) != 0 || byFd.st_dev != it->second.dev ||
-                          byFd.st_ino != it->second.ino || ::stat(path.c_str(), &byPath) != 0 ||
-                          byPath.st_dev != byFd.st_dev || byPath.st_ino != byFd.st_ino)) {
+  struct stat byFd {
+  }, byPath{};
+  if (it != fds.end() &&
+      (::fstat(it->second.fd, &byFd) != 0 || byFd.st_dev != it->second.dev || byFd.st_ino != it->second.ino ||
+       ::stat(path.c_str(), &byPath) != 0 || byPath.st_dev != byFd.st_dev || byPath.st_ino != byFd.st_ino)) {
     if (::fstat(it->second.fd, &byFd) == 0 && byFd.st_dev == it->second.dev && byFd.st_ino == it->second.ino)
       ::close(it->second.fd);  // still ours, only unlinked: close it (a closed or reused number is not ours to close)
     fds.erase(it);
@@ -166,6 +170,20 @@ std::string hmacSha256Hex(const std::string& key, const std::string& text) {
     out += hex[mac[i] & 15];
   }
   return out;
+}
+
+std::string dataRoot() {
+  static const std::string root = [] {
+    if (const char* home = std::getenv("FLAGPROP_HOME"); home && *home) return std::string(home);
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+      const auto share = (exe.parent_path() / ".." / "share" / "flagprop").lexically_normal();
+      if (std::filesystem::is_directory(share / "python" / "flagprop", ec)) return share.string();
+    }
+    return std::string(FLAGPROP_SOURCE_DIR);
+  }();
+  return root;
 }
 
 }  // namespace flagprop

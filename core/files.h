@@ -55,4 +55,13 @@ std::string hmacSha256Hex(const std::string& key, const std::string& text);
 /// cannot be opened.
 void overwriteFile(const std::string& path, const std::string& text);
 
+/// The folder flagprop reads its own files from at run time (python/,
+/// mocks/, fixtures/, schemas/, catalog/flaggems_overloads.txt,
+/// reports/reproducer.py.in; the same layout as the source tree):
+/// $FLAGPROP_HOME when set; else the installed copy beside the running
+/// binary, BIN/../share/flagprop (`cmake --install`, the Debian package),
+/// when it holds python/flagprop; else the source tree the binary was built
+/// from (FLAGPROP_SOURCE_DIR). No trailing slash.
+std::string dataRoot();
+
 }  // namespace flagprop

@@ -146,7 +146,8 @@ std::optional<PointerWitness> pointerWitness(std::uintptr_t ptr) {
   }
 #ifdef FLAGPROP_HIP_HEADERS
   if (runtimeWithDevice() == 2) {
-    auto get = sym<hipError_t (*)(hipPointerAttribute_t*, const void*)>(openOnce(kHip.c_str()), "hipPointerGetAttributes");
+    auto get =
+        sym<hipError_t (*)(hipPointerAttribute_t*, const void*)>(openOnce(kHip.c_str()), "hipPointerGetAttributes");
     hipPointerAttribute_t a;
     std::memset(&a, 0, sizeof a);
     if (get && get(&a, reinterpret_cast<const void*>(ptr)) == hipSuccess) {
@@ -203,7 +204,8 @@ void registerNativeModule() {
   static bool done = false;
   if (done) return;
   done = true;
-  py::module_ m = py::module_::create_extension_module("flagprop_native", "the native runtime witness", new py::module_::module_def);
+  py::module_ m = py::module_::create_extension_module("flagprop_native", "the native runtime witness",
+                                                       new py::module_::module_def);
   m.def("witness", [](int ordinal) {
     return fromJson({{"hip", hipWitness(ordinal).toJson()}, {"cuda", cudaWitness(ordinal).toJson()}});
   });

@@ -21,7 +21,7 @@ struct RuntimeWitness {
   /// runtime" (the library is absent, or the HIP path was built without
   /// HIP's headers); or the runtime's error text.
   std::string status;
-  std::string library;     ///< the library that was loaded, or tried
+  std::string library;  ///< the library that was loaded, or tried
   int deviceCount = 0;
   std::string deviceName;  ///< e.g. "NVIDIA H200"
   std::string arch;        ///< e.g. "sm_90", "gfx936"

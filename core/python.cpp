@@ -1,5 +1,6 @@
 #include "core/python.h"
 
+#include "core/files.h"
 #include "core/native_runtime.h"
 
 #include <cstdlib>
@@ -32,13 +33,14 @@ std::string envOr(const char* name, const std::string& fallback) {
 // Every flagprop module, imported before any case: the sandbox removes
 // modules a case adds under a watched root, and a module imported twice
 // would keep two states (the compile counter, the descriptor class).
-const char* kModules[] = {"flagprop_mocks", "flagprop.loader", "flagprop.observe", "flagprop.verdicts",
-                          "flagprop.launch", "flagprop.real_launch", "flagprop.session", "flagprop.ops", "flagprop.hits", "flagprop.streams", "flagprop.timing", "flagprop.plots",
+const char* kModules[] = {"flagprop_mocks",  "flagprop.loader",      "flagprop.observe", "flagprop.verdicts",
+                          "flagprop.launch", "flagprop.real_launch", "flagprop.session", "flagprop.ops",
+                          "flagprop.hits",   "flagprop.streams",     "flagprop.timing",  "flagprop.plots",
                           "flagprop.checks", "flagprop.opinfo"};
 }  // namespace
 
 std::vector<std::string> pythonFolders() {
-  const std::string src = FLAGPROP_SOURCE_DIR;
+  const std::string src = dataRoot();
   const std::string list = envOr("FLAGPROP_PYTHONPATH", src + "/python:" + src + "/mocks");
   std::vector<std::string> out;
   size_t start = 0;
@@ -52,7 +54,7 @@ std::vector<std::string> pythonFolders() {
   return out;
 }
 
-std::string fixturesDir() { return envOr("FLAGPROP_FIXTURES", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures"); }
+std::string fixturesDir() { return envOr("FLAGPROP_FIXTURES", dataRoot() + "/fixtures"); }
 
 void ensureInterpreter() {
   if (!Py_IsInitialized()) {
@@ -126,12 +128,18 @@ json toJson(py::handle obj) {
 
 py::object fromJson(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return py::none();
-    case json::value_t::boolean: return py::bool_(v.get<bool>());
-    case json::value_t::number_integer: return py::int_(v.get<long long>());
-    case json::value_t::number_unsigned: return py::int_(v.get<unsigned long long>());
-    case json::value_t::number_float: return py::float_(v.get<double>());
-    case json::value_t::string: return py::str(v.get<std::string>());
+    case json::value_t::null:
+      return py::none();
+    case json::value_t::boolean:
+      return py::bool_(v.get<bool>());
+    case json::value_t::number_integer:
+      return py::int_(v.get<long long>());
+    case json::value_t::number_unsigned:
+      return py::int_(v.get<unsigned long long>());
+    case json::value_t::number_float:
+      return py::float_(v.get<double>());
+    case json::value_t::string:
+      return py::str(v.get<std::string>());
     case json::value_t::array: {
       py::list out;
       for (const auto& x : v) out.append(fromJson(x));
@@ -142,7 +150,8 @@ py::object fromJson(const json& v) {
       for (auto it = v.begin(); it != v.end(); ++it) out[py::str(it.key())] = fromJson(it.value());
       return std::move(out);
     }
-    default: return py::none();
+    default:
+      return py::none();
   }
 }
 

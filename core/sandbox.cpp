@@ -179,7 +179,8 @@ struct SnapshotCache {
     return {copy, v};
   }
   void dropUnused() {
-    for (auto it = entries.begin(); it != entries.end();) it = it->second.used == generation ? std::next(it) : entries.erase(it);
+    for (auto it = entries.begin(); it != entries.end();)
+      it = it->second.used == generation ? std::next(it) : entries.erase(it);
     for (auto it = classesOf.begin(); it != classesOf.end();)
       it = it->second.used == generation ? std::next(it) : classesOf.erase(it);
   }
@@ -290,8 +291,8 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   bool reused = false;
   std::string walkedBecause;
   py::list path;
-  py::object environ;      // os.environ as a dict, made only where os.environ has no _data
-  py::object environData;  // os.environ._data copy (encoded keys and values)
+  py::object environ;                 // os.environ as a dict, made only where os.environ has no _data
+  py::object environData;             // os.environ._data copy (encoded keys and values)
   std::vector<std::string> cEnviron;  // the process's own environment ("KEY=VALUE"): os.putenv bypasses os.environ
   py::list filters;
   py::object trace, profile;
@@ -387,8 +388,14 @@ void Sandbox::snapshot(const std::vector<std::string>& extraRoots) {
     return v ? py::reinterpret_borrow<py::object>(v) : py::object();
   };
   for (const auto& [logger, d] : known.loggers) {
-    Impl::LoggerState st{logger, d, dictVersion(d.ptr()), item(d, "level"), item(d, "disabled"), item(d, "propagate"),
-                         item(d, "handlers"), py::list()};
+    Impl::LoggerState st{logger,
+                         d,
+                         dictVersion(d.ptr()),
+                         item(d, "level"),
+                         item(d, "disabled"),
+                         item(d, "propagate"),
+                         item(d, "handlers"),
+                         py::list()};
     if (st.handlers && PyList_Check(st.handlers.ptr()) && PyList_GET_SIZE(st.handlers.ptr()) > 0)
       st.handlersCopy = copyList(st.handlers);
     impl_->loggers.push_back(std::move(st));
@@ -465,14 +472,17 @@ void Sandbox::restore() {
   py::object manager = logging.attr("root").attr("manager");
   py::object managerDict = py::getattr(manager, "__dict__", py::none());
   if (impl_->managerVersion == 0 || !py::isinstance<py::dict>(managerDict) ||
-      dictVersion(managerDict.ptr()) != impl_->managerVersion || !py::object(manager.attr("disable")).equal(impl_->logDisable))
+      dictVersion(managerDict.ptr()) != impl_->managerVersion ||
+      !py::object(manager.attr("disable")).equal(impl_->logDisable))
     logging.attr("disable")(impl_->logDisable);
   const auto same = [](const Impl::LoggerState& l) {
     if (l.version != 0) return dictVersion(l.dict.ptr()) == l.version;
     // No dict versions (3.14 on): the settings themselves, so that an
     // unchanged logger does not clear every cache once per logger.
     for (const auto& [key, saved] : {std::pair<const char*, const py::object*>{"level", &l.level},
-                                     {"disabled", &l.disabled}, {"propagate", &l.propagate}, {"handlers", &l.handlers}}) {
+                                     {"disabled", &l.disabled},
+                                     {"propagate", &l.propagate},
+                                     {"handlers", &l.handlers}}) {
       PyObject* now = PyDict_GetItemString(l.dict.ptr(), key);
       if (now != saved->ptr()) return false;
     }
@@ -487,14 +497,16 @@ void Sandbox::restore() {
       continue;
     }
     for (const auto& [key, value] : {std::pair<const char*, py::object*>{"disabled", &l.disabled},
-                                     {"propagate", &l.propagate}, {"handlers", &l.handlers}})
+                                     {"propagate", &l.propagate},
+                                     {"handlers", &l.handlers}})
       if (*value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
     if (l.handlers && PyList_Check(l.handlers.ptr()))
       l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
     if (l.level) l.logger.attr("setLevel")(l.level);  // also clears the loggers' caches
   }
   py::module_ torch = py::module_::import("torch");
-  if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype)) torch.attr("set_default_dtype")(impl_->defaultDtype);
+  if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype))
+    torch.attr("set_default_dtype")(impl_->defaultDtype);
   if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) torch.attr("set_grad_enabled")(impl_->gradEnabled);
   py::module_ os = py::module_::import("os");
   bool cwdSame = false;

@@ -35,14 +35,14 @@ std::string atenSchema(const std::string& overload);
 
 /// One argument of an ATen schema, as LibTorch's dispatcher registers it.
 struct SchemaArg {
-  std::string name;         ///< e.g. "self", "dim", "out"
-  std::string type;         ///< the schema's type, e.g. "Tensor", "Tensor?", "Tensor[]", "int[]", "SymInt", "Scalar"
-  int listSize = 0;         ///< N of a fixed-size list type ("int[2]"), else 0
-  bool kwargOnly = false;   ///< after the schema's `*`
-  bool out = false;         ///< an `out=` argument (keyword-only and written)
-  bool written = false;     ///< annotated `(a!)`: the op writes it
-  bool aliased = false;     ///< carries an alias annotation (`(a)` or `(a!)`)
-  bool hasDefault = false;  ///< the schema gives a default
+  std::string name;           ///< e.g. "self", "dim", "out"
+  std::string type;           ///< the schema's type, e.g. "Tensor", "Tensor?", "Tensor[]", "int[]", "SymInt", "Scalar"
+  int listSize = 0;           ///< N of a fixed-size list type ("int[2]"), else 0
+  bool kwargOnly = false;     ///< after the schema's `*`
+  bool out = false;           ///< an `out=` argument (keyword-only and written)
+  bool written = false;       ///< annotated `(a!)`: the op writes it
+  bool aliased = false;       ///< carries an alias annotation (`(a)` or `(a!)`)
+  bool hasDefault = false;    ///< the schema gives a default
   bool defaultKnown = false;  ///< hasDefault and defaultValue holds it
   /// The default as JSON (null for None; numbers, bools, strings, int and
   /// float lists); absent where the default has no JSON form (a dtype enum).
@@ -58,13 +58,13 @@ struct SchemaReturn {
 
 /// An ATen overload's schema and the dispatcher's facts about it.
 struct OpSchema {
-  std::string name;                  ///< as torch.ops spells it: "add.Tensor", "tanh"
-  std::string text;                  ///< the schema as text
+  std::string name;  ///< as torch.ops spells it: "add.Tensor", "tanh"
+  std::string text;  ///< the schema as text
   std::vector<SchemaArg> args;
   std::vector<SchemaReturn> returns;
-  bool cpuKernel = false;            ///< a CPU kernel, own or composite (hasComputedKernelForDispatchKey(CPU))
-  bool randomized = false;           ///< tagged nondeterministic_seeded (draws from a generator)
-  bool dynamicShape = false;         ///< tagged dynamic_output_shape (e.g. nonzero, index.Tensor)
+  bool cpuKernel = false;     ///< a CPU kernel, own or composite (hasComputedKernelForDispatchKey(CPU))
+  bool randomized = false;    ///< tagged nondeterministic_seeded (draws from a generator)
+  bool dynamicShape = false;  ///< tagged dynamic_output_shape (e.g. nonzero, index.Tensor)
 };
 
 /// The schema of an ATen overload named as torch.ops spells it, or

@@ -23,20 +23,28 @@ json toJson(const ArgValue& a) {
   switch (a.kind) {
     case ArgValue::Kind::Tensor:
       return {{"tensor", {{"dtype", a.dtype}, {"numel", a.numel}, {"offset", a.offset}, {"seed", a.seed}}}};
-    case ArgValue::Kind::Int: return {{"int", intText(a)}};
-    case ArgValue::Kind::Float: return {{"float", a.real}};
-    case ArgValue::Kind::Bool: return {{"bool", a.flag}};
-    case ArgValue::Kind::Str: return {{"str", a.text}};
-    case ArgValue::Kind::None: return {{"none", nullptr}};
+    case ArgValue::Kind::Int:
+      return {{"int", intText(a)}};
+    case ArgValue::Kind::Float:
+      return {{"float", a.real}};
+    case ArgValue::Kind::Bool:
+      return {{"bool", a.flag}};
+    case ArgValue::Kind::Str:
+      return {{"str", a.text}};
+    case ArgValue::Kind::None:
+      return {{"none", nullptr}};
     case ArgValue::Kind::Descriptor:
-      return {{"descriptor",
-               {{"class", a.descriptorKind}, {"shape", a.shape}, {"strides", a.strides}, {"block_shape", a.blockShape}}}};
+      return {
+          {"descriptor",
+           {{"class", a.descriptorKind}, {"shape", a.shape}, {"strides", a.strides}, {"block_shape", a.blockShape}}}};
   }
   return nullptr;
 }
 
 json toJson(const KeyCase& c) {
-  return {{"mock", c.mock}, {"spec_args", list(c.specArgs)}, {"dns_args", list(c.dnsArgs)},
+  return {{"mock", c.mock},
+          {"spec_args", list(c.specArgs)},
+          {"dns_args", list(c.dnsArgs)},
           {"const_args", list(c.constArgs)}};
 }
 

@@ -80,16 +80,10 @@ std::vector<std::string> dtypeNames() {
 }  // namespace
 
 rc::Gen<ArgValue> boundaryInt() {
-  const std::vector<uint64_t> bases = {0ull,
-                                       1ull,
-                                       (1ull << 31) - 1,
-                                       1ull << 31,
-                                       1ull << 32,
-                                       (1ull << 63) - 1,
-                                       1ull << 63,
-                                       ~0ull};
-  return rc::gen::map(rc::gen::tuple(atNominalSize(rc::gen::elementOf(bases)), atNominalSize(rc::gen::inRange<int>(-2, 3)),
-                                     rc::gen::arbitrary<bool>()),
+  const std::vector<uint64_t> bases = {0ull,       1ull, (1ull << 31) - 1, 1ull << 31, 1ull << 32, (1ull << 63) - 1,
+                                       1ull << 63, ~0ull};
+  return rc::gen::map(rc::gen::tuple(atNominalSize(rc::gen::elementOf(bases)),
+                                     atNominalSize(rc::gen::inRange<int>(-2, 3)), rc::gen::arbitrary<bool>()),
                       [](const std::tuple<uint64_t, int, bool>& t) {
                         auto [base, delta, negative] = t;
                         uint64_t m = base;
@@ -104,29 +98,40 @@ rc::Gen<ArgValue> boundaryInt() {
 }
 
 rc::Gen<ArgValue> tensorArg() {
-  return rc::gen::map(
-      rc::gen::tuple(atNominalSize(rc::gen::elementOf(dtypeNames())),
-                     rc::gen::inRange<int64_t>(0, 65), rc::gen::inRange<int64_t>(0, 6), rc::gen::inRange(0, 50)),
-      [](const std::tuple<std::string, int64_t, int64_t, int>& t) {
-        ArgValue a;
-        a.kind = ArgValue::Kind::Tensor;
-        std::tie(a.dtype, a.numel, a.offset, a.seed) = t;
-        return a;
-      });
+  return rc::gen::map(rc::gen::tuple(atNominalSize(rc::gen::elementOf(dtypeNames())), rc::gen::inRange<int64_t>(0, 65),
+                                     rc::gen::inRange<int64_t>(0, 6), rc::gen::inRange(0, 50)),
+                      [](const std::tuple<std::string, int64_t, int64_t, int>& t) {
+                        ArgValue a;
+                        a.kind = ArgValue::Kind::Tensor;
+                        std::tie(a.dtype, a.numel, a.offset, a.seed) = t;
+                        return a;
+                      });
 }
 
 namespace {
 rc::Gen<ArgValue> simpleArg(ArgValue::Kind kind) {
   switch (kind) {
     case ArgValue::Kind::Float:
-      return rc::gen::map(element(0.0, 1.5, -2.0, 1e300, -0.0, 3.25),
-                          [](double d) { ArgValue a; a.kind = ArgValue::Kind::Float; a.real = d; return a; });
+      return rc::gen::map(element(0.0, 1.5, -2.0, 1e300, -0.0, 3.25), [](double d) {
+        ArgValue a;
+        a.kind = ArgValue::Kind::Float;
+        a.real = d;
+        return a;
+      });
     case ArgValue::Kind::Bool:
-      return rc::gen::map(rc::gen::arbitrary<bool>(),
-                          [](bool b) { ArgValue a; a.kind = ArgValue::Kind::Bool; a.flag = b; return a; });
+      return rc::gen::map(rc::gen::arbitrary<bool>(), [](bool b) {
+        ArgValue a;
+        a.kind = ArgValue::Kind::Bool;
+        a.flag = b;
+        return a;
+      });
     case ArgValue::Kind::Str:
-      return rc::gen::map(element<std::string>("", "fp32", "i32", "TensorDescriptor"),
-                          [](const std::string& s) { ArgValue a; a.kind = ArgValue::Kind::Str; a.text = s; return a; });
+      return rc::gen::map(element<std::string>("", "fp32", "i32", "TensorDescriptor"), [](const std::string& s) {
+        ArgValue a;
+        a.kind = ArgValue::Kind::Str;
+        a.text = s;
+        return a;
+      });
     default: {
       ArgValue a;
       a.kind = ArgValue::Kind::None;
@@ -136,18 +141,17 @@ rc::Gen<ArgValue> simpleArg(ArgValue::Kind kind) {
 }
 
 rc::Gen<ArgValue> descriptorArg() {
-  return rc::gen::map(
-      rc::gen::tuple(element<std::string>("triton", "duck"), rc::gen::inRange<int64_t>(1, 64),
-                     rc::gen::inRange<int64_t>(1, 64)),
-      [](const std::tuple<std::string, int64_t, int64_t>& t) {
-        ArgValue a;
-        a.kind = ArgValue::Kind::Descriptor;
-        a.descriptorKind = std::get<0>(t);
-        a.shape = {std::get<1>(t), std::get<2>(t)};
-        a.strides = {std::get<2>(t), 1};
-        a.blockShape = {16, 16};
-        return a;
-      });
+  return rc::gen::map(rc::gen::tuple(element<std::string>("triton", "duck"), rc::gen::inRange<int64_t>(1, 64),
+                                     rc::gen::inRange<int64_t>(1, 64)),
+                      [](const std::tuple<std::string, int64_t, int64_t>& t) {
+                        ArgValue a;
+                        a.kind = ArgValue::Kind::Descriptor;
+                        a.descriptorKind = std::get<0>(t);
+                        a.shape = {std::get<1>(t), std::get<2>(t)};
+                        a.strides = {std::get<2>(t), 1};
+                        a.blockShape = {16, 16};
+                        return a;
+                      });
 }
 }  // namespace
 
@@ -170,12 +174,10 @@ json withHelper(json pinned) {
 }  // namespace
 
 rc::Gen<KeyCase> keyCases(const json& schema, const json& pinned) {
-  auto section = rc::gen::mapcat(rc::gen::inRange(0, 5), [](int n) {
-    return rc::gen::container<std::vector<ArgValue>>(n, keyArg());
-  });
+  auto section = rc::gen::mapcat(rc::gen::inRange(0, 5),
+                                 [](int n) { return rc::gen::container<std::vector<ArgValue>>(n, keyArg()); });
   return rc::gen::build<KeyCase>(rc::gen::set(&KeyCase::mock, mockSpec(schema, withHelper(pinned))),
-                                 rc::gen::set(&KeyCase::specArgs, section),
-                                 rc::gen::set(&KeyCase::dnsArgs, section),
+                                 rc::gen::set(&KeyCase::specArgs, section), rc::gen::set(&KeyCase::dnsArgs, section),
                                  rc::gen::set(&KeyCase::constArgs, section));
 }
 
@@ -183,7 +185,8 @@ namespace {
 rc::Gen<ArgValue> valueFor(const json& p) {
   const std::string kind = p.at("kind");
   if (kind == "spec") return rc::gen::weightedOneOf<ArgValue>({{5, tensorArg()}, {1, boundaryInt()}});
-  if (kind == "dns") return rc::gen::weightedOneOf<ArgValue>({{3, boundaryInt()}, {1, simpleArg(ArgValue::Kind::Float)}});
+  if (kind == "dns")
+    return rc::gen::weightedOneOf<ArgValue>({{3, boundaryInt()}, {1, simpleArg(ArgValue::Kind::Float)}});
   return rc::gen::map(rc::gen::inRange<int64_t>(0, 9), [](int64_t v) {
     ArgValue a;
     a.kind = ArgValue::Kind::Int;
@@ -228,17 +231,14 @@ rc::Gen<LaunchCase> launchCases(const json& schema, const json& pinned) {
     return rc::gen::mapcat(sets, [spec, n](const std::vector<std::vector<ArgValue>>& s) {
       const int nsets = static_cast<int>(s.size());
       auto launch = rc::gen::build<Launch>(
-          rc::gen::set(&Launch::kind, weighted<std::string>({{5, "positional"},
-                                                             {1, "extra_kwargs"},
-                                                             {1, "partial"},
-                                                             {1, "callable_grid"}})),
+          rc::gen::set(
+              &Launch::kind,
+              weighted<std::string>({{5, "positional"}, {1, "extra_kwargs"}, {1, "partial"}, {1, "callable_grid"}})),
           rc::gen::set(&Launch::argSet, rc::gen::inRange(0, nsets)),
           rc::gen::set(&Launch::positional, rc::gen::inRange(0, std::max(1, n - 1))),
-          rc::gen::set(&Launch::grid, rc::gen::container<std::vector<int64_t>>(
-                                          1, rc::gen::inRange<int64_t>(1, 9))));
-      auto launches = rc::gen::mapcat(rc::gen::inRange(1, 9), [launch](int k) {
-        return rc::gen::container<std::vector<Launch>>(k, launch);
-      });
+          rc::gen::set(&Launch::grid, rc::gen::container<std::vector<int64_t>>(1, rc::gen::inRange<int64_t>(1, 9))));
+      auto launches = rc::gen::mapcat(rc::gen::inRange(1, 9),
+                                      [launch](int k) { return rc::gen::container<std::vector<Launch>>(k, launch); });
       return rc::gen::map(launches, [spec, s](const std::vector<Launch>& ls) {
         LaunchCase c;
         c.mock = spec;

@@ -62,9 +62,9 @@ std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::v
 json toJson(const TensorLayout& t) {
   json sp = json::array();
   for (const auto& [i, k] : t.specials) sp.push_back({i, k});
-  json j = {{"dtype", t.dtype},     {"shape", t.shape}, {"strides", t.strides}, {"offset", t.offset},
-            {"storage", t.storage}, {"how", t.how},     {"seed", t.seed},       {"values", t.values},
-            {"specials", sp}};
+  json j = {{"dtype", t.dtype},   {"shape", t.shape},     {"strides", t.strides},
+            {"offset", t.offset}, {"storage", t.storage}, {"how", t.how},
+            {"seed", t.seed},     {"values", t.values},   {"specials", sp}};
   if (t.values == "index") j["high"] = t.high;
   if (t.data) j["data"] = *t.data;
   return j;
@@ -96,8 +96,20 @@ const std::vector<int64_t>& pool() {
 }  // namespace
 
 rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits& lim) {
-  auto size = weighted<int64_t>({{5, 1}, {3, 2}, {3, 3}, {2, 4}, {2, 5}, {2, 8}, {1, 0}, {2, 16}, {1, 17}, {1, 32},
-                                 {1, 64}, {1, 101}, {1, 128}, {1, 320}});
+  auto size = weighted<int64_t>({{5, 1},
+                                 {3, 2},
+                                 {3, 3},
+                                 {2, 4},
+                                 {2, 5},
+                                 {2, 8},
+                                 {1, 0},
+                                 {2, 16},
+                                 {1, 17},
+                                 {1, 32},
+                                 {1, 64},
+                                 {1, 101},
+                                 {1, 128},
+                                 {1, 320}});
   const int hi = std::min(maxRank, lim.maxRank);
   return rc::gen::mapcat(atNominalSize(rc::gen::inRange(minRank, hi + 1)), [size, lim](int rank) {
     return rc::gen::map(rc::gen::container<std::vector<int64_t>>(rank, size), [lim](std::vector<int64_t> s) {
@@ -111,8 +123,7 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
   });
 }
 
-rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, const LayoutLimits& lim,
-                             ValueSpec v) {
+rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, const LayoutLimits& lim, ValueSpec v) {
   const bool allowExpand = v.expand && v.kind != "sorted" && v.kind != "given";
   return rc::gen::exec([shapeIn, dtype, lim, v, allowExpand]() {
     TensorLayout t;
@@ -154,8 +165,9 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shapeIn, std::string dtype, co
     for (const auto& s : how) h += (h.empty() ? "" : "+") + s;
     t.how = h.empty() ? "contiguous" : h;
     t.seed = *atNominalSize(rc::gen::inRange<uint64_t>(0, 1u << 20));
-    t.values = v.kind != "any" ? v.kind : floatingDtype(dtype) ? *weighted<std::string>({{3, "normal"}, {1, "grid"}})
-                                                               : "normal";
+    t.values = v.kind != "any"        ? v.kind
+               : floatingDtype(dtype) ? *weighted<std::string>({{3, "normal"}, {1, "grid"}})
+                                      : "normal";
     t.high = v.high;
     if (v.kind == "given") t.data = v.data;
     // Special values would break a value constraint (positive, sorted, ...).

@@ -27,17 +27,18 @@ using json = nlohmann::json;
 struct TensorLayout {
   std::string dtype = "float32";  ///< float32 | float16 | bfloat16 | int32 | int64 | bool
   std::vector<int64_t> shape;
-  std::vector<int64_t> strides;   ///< 0 for an expanded dim
-  int64_t offset = 0;             ///< storage offset (elements)
-  int64_t storage = 1;            ///< storage size (elements), >= offset + the view's extent
-  std::string how = "contiguous"; ///< how the layout was made: contiguous, or any of permuted / sliced / expanded / offset joined by '+'
-  uint64_t seed = 0;              ///< values of the storage
+  std::vector<int64_t> strides;    ///< 0 for an expanded dim
+  int64_t offset = 0;              ///< storage offset (elements)
+  int64_t storage = 1;             ///< storage size (elements), >= offset + the view's extent
+  std::string how = "contiguous";  ///< how the layout was made: contiguous, or any of permuted / sliced / expanded /
+                                   ///< offset joined by '+'
+  uint64_t seed = 0;               ///< values of the storage
   /// Value kind (flagprop.ops.make_storage): normal (N(0, 1); ints in
   /// [-8, 8]) | grid (multiples of 0.5 in [-4, 4]) | positive | nonzero |
   /// unique | sorted (along the view's last dim) | index (ints in [0, high)) |
   /// given (`data`, copied into the view: a valid sample's own values).
   std::string values = "normal";
-  int64_t high = 0;               ///< index values: the exclusive upper bound
+  int64_t high = 0;                                       ///< index values: the exclusive upper bound
   std::vector<std::pair<int64_t, std::string>> specials;  ///< storage index -> nan | inf | -inf | -0 | subnormal
   /// given values: the view's elements, flat in row-major order (numel()
   /// numbers or bools); null otherwise. Shared: layouts are copied while shrinking.
@@ -95,9 +96,9 @@ struct ValueSpec {
   /// "any": normal or grid (floats; weighted 3 : 1); else one value kind of
   /// TensorLayout::values ("given" takes `data`, never expanded, no specials).
   std::string kind = "any";
-  int64_t high = 0;       ///< index: values in [0, high)
-  bool specials = true;   ///< may carry special values (where the limits allow; floats of kinds any, normal, grid only)
-  bool expand = true;     ///< may be expanded (stride 0); never for sorted or given values
+  int64_t high = 0;      ///< index: values in [0, high)
+  bool specials = true;  ///< may carry special values (where the limits allow; floats of kinds any, normal, grid only)
+  bool expand = true;    ///< may be expanded (stride 0); never for sorted or given values
   std::shared_ptr<const json> data;  ///< given: the values (see TensorLayout::data)
 };
 
@@ -107,14 +108,14 @@ namespace gen {
 struct LayoutLimits {
   int64_t maxElements = 1 << 17;  ///< per tensor view and per storage (elements)
   int maxRank = 5;
-  bool specials = true;           ///< nan, +-inf, -0.0 and subnormals in float inputs
+  bool specials = true;  ///< nan, +-inf, -0.0 and subnormals in float inputs
   /// Specialization reuse (P5 / P6 on devices that JIT-compile): when > 0,
   /// 15 of 16 calls take their shapes, strides, storage offsets and scalar
   /// arguments from a fixed palette of this many calls (only the values'
   /// seeds are drawn afresh), so a run compiles at most about `palette`
   /// specializations per kernel plus those of the free calls.
   int palette = 0;
-  uint64_t paletteSeed = 0;       ///< the palette is a function of this seed, the op and the dtype
+  uint64_t paletteSeed = 0;  ///< the palette is a function of this seed, the op and the dtype
 };
 
 /// Shapes of rank minRank..maxRank from a small pool of sizes (0, 1, 2, 3, 4,
@@ -128,8 +129,7 @@ rc::Gen<std::vector<int64_t>> shape(int minRank, int maxRank, const LayoutLimits
 /// expanded (stride 0, where `v.expand`), with a storage offset of 0..7
 /// elements, values from a seed as `v` says, and (float dtypes) special
 /// values.
-rc::Gen<TensorLayout> layout(std::vector<int64_t> shape, std::string dtype, const LayoutLimits& lim,
-                             ValueSpec v = {});
+rc::Gen<TensorLayout> layout(std::vector<int64_t> shape, std::string dtype, const LayoutLimits& lim, ValueSpec v = {});
 
 /// A shape that broadcasts to `shape`: some leading dims dropped, some dims
 /// set to 1.

@@ -23,7 +23,8 @@ std::vector<std::string> TargetSession::unverified() const {
   return out;
 }
 
-void TargetSession::pin(const std::string& key, const std::string& path, const std::string& expected, const char* what) {
+void TargetSession::pin(const std::string& key, const std::string& path, const std::string& expected,
+                        const char* what) {
   std::string seen;
   try {
     seen = sha256File(path);
@@ -38,8 +39,8 @@ void TargetSession::pin(const std::string& key, const std::string& path, const s
 void TargetSession::checkVersions() {
   if (!target_.pin) return;
   const json& v = provenance_.at("versions");
-  for (const auto& [name, want] : {std::pair<std::string, std::string>{"torch", target_.pin->torch},
-                                   {"triton", target_.pin->triton}}) {
+  for (const auto& [name, want] :
+       {std::pair<std::string, std::string>{"torch", target_.pin->torch}, {"triton", target_.pin->triton}}) {
     const std::string seen = v.value(name, json()).is_string() ? v.at(name).get<std::string>() : "absent";
     if (!want.empty() && seen.rfind(want, 0) != 0)
       mismatch(name + " version " + seen + ", the pin " + target_.pin->name + " names " + want);
@@ -72,12 +73,14 @@ TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)),
 
 void TargetSession::checkHashes() {
   const std::string& origin = target_.manifestPath;
-  if (target_.installer.mode == "source") pin("installer_sha256", target_.installer.path, target_.installer.sha256, "installer");
+  if (target_.installer.mode == "source")
+    pin("installer_sha256", target_.installer.path, target_.installer.sha256, "installer");
   if (target_.ops.kind == "module") pin("ops_sha256", target_.ops.path, target_.ops.sha256, "ops");
   if (target_.flagGems.kind == "mock") return;
   std::string libentry;
   try {
-    if (target_.flagGems.kind == "source") pyImport("flagprop.loader").attr("add_flag_gems_source")(target_.flagGems.path);
+    if (target_.flagGems.kind == "source")
+      pyImport("flagprop.loader").attr("add_flag_gems_source")(target_.flagGems.path);
     py::module_ le = py::module_::import("flag_gems.utils.libentry");
     libentry = py::str(le.attr("__file__")).cast<std::string>();
   } catch (const py::error_already_set& e) {
@@ -154,7 +157,9 @@ void TargetSession::dryLoad() {
 
 bool TargetSession::gatesOpen(const Gates& g) const {
   py::gil_scoped_acquire gil;
-  return pyImport("flagprop.verdicts").attr("gates_open")(fromJson(toJson(g)), fromJson(target_.gateBuilds)).cast<bool>();
+  return pyImport("flagprop.verdicts")
+      .attr("gates_open")(fromJson(toJson(g)), fromJson(target_.gateBuilds))
+      .cast<bool>();
 }
 
 json TargetSession::check(const std::string& kind, const json& caseJson, const json& judging) {
@@ -175,8 +180,9 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     // flagprop.verdicts, a Tensor method) is back as it was before the case;
     // what a restore cannot undo makes the judging untrustworthy (an error).
     const py::module_ checks = pyImport("flagprop.checks");
-    const py::object op = caseJson.is_object() && caseJson.contains("op") ? py::object(py::str(caseJson.value("op", "")))
-                                                                           : py::object(py::none());
+    const py::object op = caseJson.is_object() && caseJson.contains("op")
+                              ? py::object(py::str(caseJson.value("op", "")))
+                              : py::object(py::none());
     const std::string tampered = py::str(checks.attr("tampered")(op)).cast<std::string>();
     if (!tampered.empty()) throw std::runtime_error(tampered);
     out = toJson(checks.attr("judge")(k, pyTarget_, c, seen, j));
@@ -190,7 +196,8 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     // `sleep`s left running are ten processes).
     const char* id = l.value("kind", "") == "thread" ? "name" : "pid";
     bool seen = false;
-    for (const auto& k : leftRunning_) seen |= k.value("kind", "") == l.value("kind", "") && k.value(id, json()) == l.value(id, json());
+    for (const auto& k : leftRunning_)
+      seen |= k.value("kind", "") == l.value("kind", "") && k.value(id, json()) == l.value(id, json());
     if (!seen) leftRunning_.push_back(l);
   }
   return out;

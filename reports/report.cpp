@@ -18,8 +18,8 @@ namespace flagprop {
 
 bool resultExpected(const json& target, const json& result) {
   if (result.contains("as_expected")) return result.at("as_expected").get<bool>();  // a merged report's result says
-  return statusExpected(target.value("expect", json::object()), result.value("status", ""), result.value("property", ""),
-                        result.value("op", ""), result.value("dtype", ""));
+  return statusExpected(target.value("expect", json::object()), result.value("status", ""),
+                        result.value("property", ""), result.value("op", ""), result.value("dtype", ""));
 }
 
 namespace {
@@ -68,7 +68,8 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       if (!r.is_object()) continue;
       // The one replay command, for report.md, the console, report.html and the drafts alike.
       if (!r.value("reproduce", std::string()).empty()) r["replay"] = replayCommand(runInfo, t, r);
-      if (r.contains("observations") && r["observations"].is_object() && r["observations"].contains("distinct_failures"))
+      if (r.contains("observations") && r["observations"].is_object() &&
+          r["observations"].contains("distinct_failures"))
         for (auto& d : r["observations"]["distinct_failures"])
           if (d.is_object() && !d.value("reproduce", std::string()).empty())
             d["replay"] = replayCommand(runInfo, t, replayId(r), d.value("reproduce", std::string()));
@@ -116,16 +117,19 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   for (const auto& t : targets) {
     if (t.value("status", "") != "ok") {
       ++targetErrors;
-      unexpected.push_back({{"target", t.value("name", "?")}, {"property", nullptr}, {"status", "error"},
+      unexpected.push_back({{"target", t.value("name", "?")},
+                            {"property", nullptr},
+                            {"status", "error"},
                             {"reason", t.value("error", "")}});
       continue;
     }
     for (const auto& r : t.at("results")) {
       counts[r.value("status", "error")] = counts.value(r.value("status", "error"), 0) + 1;
-      if (!resultExpected(t, r))
-      {
-        json u = {{"target", t.value("name", "?")}, {"property", r.value("property", "")},
-                  {"status", r.value("status", "")}, {"reason", r.value("reason", "")}};
+      if (!resultExpected(t, r)) {
+        json u = {{"target", t.value("name", "?")},
+                  {"property", r.value("property", "")},
+                  {"status", r.value("status", "")},
+                  {"reason", r.value("reason", "")}};
         if (r.contains("op")) {
           u["op"] = r.at("op");
           u["dtype"] = r.at("dtype");
@@ -134,8 +138,8 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       }
     }
   }
-  report["summary"] = {{"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts},
-                       {"unexpected", unexpected}};
+  report["summary"] = {
+      {"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts}, {"unexpected", unexpected}};
   if (dbUsed) report["summary"]["db"] = db;
   return report;
 }
@@ -167,7 +171,6 @@ std::string resultLabel(const json& r) {
   return l;
 }
 
-
 std::string fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
@@ -196,8 +199,9 @@ std::string fastPathCell(const std::string& id, const json& o) {
   if (id == "P9" && o.contains("timing") && o.at("timing").contains("summary") &&
       o.at("timing").at("summary").value("host", json()).is_object()) {
     const json& h = o.at("timing").at("summary").at("host");
-    return "host B/A " + fixed(h.value("ratio_b_over_a", 0.0), 3) + " [" + fixed(h.at("ratio_ci95").at(0).get<double>(), 3) +
-           ", " + fixed(h.at("ratio_ci95").at(1).get<double>(), 3) + "]";
+    return "host B/A " + fixed(h.value("ratio_b_over_a", 0.0), 3) + " [" +
+           fixed(h.at("ratio_ci95").at(0).get<double>(), 3) + ", " + fixed(h.at("ratio_ci95").at(1).get<double>(), 3) +
+           "]";
   }
   if (id == "P8" && o.contains("hits"))
     return o.at("hits").value("fast_runs", 0) == 0 && o.at("hits").value("runs", 0) == 0
@@ -273,28 +277,35 @@ std::string opFamily(const std::string& overload) {
   };
   if (starts({"linalg", "cholesky", "lu", "triangular_solve", "svd", "qr", "slogdet", "logdet", "det", "inverse",
               "pinverse", "matrix_", "compute_linear_combination"}) ||
-      is({"mm", "bmm", "addmm", "addmv", "addr", "baddbmm", "addbmm", "matmul", "mv", "dot", "vdot", "outer", "ger",
-          "kron", "tensordot", "einsum", "chain_matmul", "trace", "geqrf", "orgqr", "ormqr", "cross"}))
+      is({"mm",           "bmm",   "addmm", "addmv", "addr",  "baddbmm", "addbmm",    "matmul",
+          "mv",           "dot",   "vdot",  "outer", "ger",   "kron",    "tensordot", "einsum",
+          "chain_matmul", "trace", "geqrf", "orgqr", "ormqr", "cross"}))
     return "linear algebra";
-  if (has({"conv", "pool", "norm", "loss", "softmax", "dropout", "embedding", "pad", "upsample", "grid_sampler",
-           "affine_grid", "interpolate", "pixel_shuffle", "pixel_unshuffle", "unfold", "im2col", "col2im", "fake_quantize",
-           "qparams", "attention", "linear", "bilinear", "glu", "adam", "sgd", "one_hot"}))
+  if (has({"conv",     "pool",     "norm",         "loss",          "softmax",     "dropout",       "embedding",
+           "pad",      "upsample", "grid_sampler", "affine_grid",   "interpolate", "pixel_shuffle", "pixel_unshuffle",
+           "unfold",   "im2col",   "col2im",       "fake_quantize", "qparams",     "attention",     "linear",
+           "bilinear", "glu",      "adam",         "sgd",           "one_hot"}))
     return "nn";
-  if (is({"sum", "mean", "prod", "std", "var", "var_mean", "std_mean", "amax", "amin", "aminmax", "max", "min",
-          "argmax", "argmin", "all", "any", "nansum", "nanmean", "logsumexp", "count_nonzero", "median", "nanmedian",
-          "mode", "kthvalue", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "topk",
-          "histc", "histogram", "bincount", "quantile", "nanquantile", "dist", "unique", "unique_consecutive",
-          "unique_dim", "msort", "diff", "trapz", "trapezoid"}))
+  if (is({"sum",        "mean",        "prod",    "std",          "var",
+          "var_mean",   "std_mean",    "amax",    "amin",         "aminmax",
+          "max",        "min",         "argmax",  "argmin",       "all",
+          "any",        "nansum",      "nanmean", "logsumexp",    "count_nonzero",
+          "median",     "nanmedian",   "mode",    "kthvalue",     "cumsum",
+          "cumprod",    "cummax",      "cummin",  "logcumsumexp", "sort",
+          "argsort",    "topk",        "histc",   "histogram",    "bincount",
+          "quantile",   "nanquantile", "dist",    "unique",       "unique_consecutive",
+          "unique_dim", "msort",       "diff",    "trapz",        "trapezoid"}))
     return "reduction and scan";
   if (starts({"index", "scatter", "gather", "take", "masked", "put", "select", "slice", "nonzero", "searchsorted",
               "bucketize", "embedding", "diagonal_scatter", "argwhere"}))
     return "index";
-  if (starts({"view", "reshape", "permute", "transpose", "expand", "repeat", "flip", "roll", "split", "chunk", "unbind",
-              "squeeze", "unsqueeze", "narrow", "diag", "tril", "triu", "cat", "stack", "hstack", "vstack", "concat",
-              "t", "alias", "as_strided", "unflatten", "flatten", "movedim", "contiguous", "clone", "copy", "fill", "zero",
-              "ones", "full", "empty", "arange", "linspace", "logspace", "eye", "new_", "resize", "to_", "lift",
-              "detach", "block_diag", "rot90", "meshgrid", "tile", "pin_memory", "nested", "conj", "resolve",
-              "polar", "complex", "view_as"}) &&
+  if (starts({"view",       "reshape",    "permute", "transpose", "expand",     "repeat",     "flip",     "roll",
+              "split",      "chunk",      "unbind",  "squeeze",   "unsqueeze",  "narrow",     "diag",     "tril",
+              "triu",       "cat",        "stack",   "hstack",    "vstack",     "concat",     "t",        "alias",
+              "as_strided", "unflatten",  "flatten", "movedim",   "contiguous", "clone",      "copy",     "fill",
+              "zero",       "ones",       "full",    "empty",     "arange",     "linspace",   "logspace", "eye",
+              "new_",       "resize",     "to_",     "lift",      "detach",     "block_diag", "rot90",    "meshgrid",
+              "tile",       "pin_memory", "nested",  "conj",      "resolve",    "polar",      "complex",  "view_as"}) &&
       !starts({"tan", "trunc", "true_divide"}))
     return "shape, copy and creation";
   return "pointwise";
@@ -320,7 +331,8 @@ Standing standingOf(const std::vector<const json*>& rs) {
     if (st == "fail" || st == "error" || st == "flaky") {
       anyFail = true;
       out.distinct +=
-          1 + static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
+          1 +
+          static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
     }
   }
   const std::string reason = rs.front()->value("reason", "");
@@ -332,12 +344,12 @@ Standing standingOf(const std::vector<const json*>& rs) {
     out.status = "fail";
   } else if (allSkip) {
     out.status = "gave_up";
-    out.why = reason.find("ended the process") != std::string::npos ? "CPU ATen ended the process on its samples"
-              : reason.find("cases from OpInfo") != std::string::npos
-                  ? "CPU ATen rejected the schema's samples and OpInfo's"
-              : reason.find("no fallback") != std::string::npos ? "CPU ATen rejected the schema's samples; OpInfo has none"
-              : reason.find("not run") != std::string::npos     ? "not run (budget or restarts)"
-                                                                : "other: " + reason.substr(0, 80);
+    out.why =
+        reason.find("ended the process") != std::string::npos   ? "CPU ATen ended the process on its samples"
+        : reason.find("cases from OpInfo") != std::string::npos ? "CPU ATen rejected the schema's samples and OpInfo's"
+        : reason.find("no fallback") != std::string::npos ? "CPU ATen rejected the schema's samples; OpInfo has none"
+        : reason.find("not run") != std::string::npos     ? "not run (budget or restarts)"
+                                                          : "other: " + reason.substr(0, 80);
   } else {
     out.status = "pass";
   }
@@ -362,16 +374,18 @@ json opCoverage(const json& target) {
   const json& results = target.contains("results") ? target.at("results") : none;  // pointers into it are kept
   for (const auto& r : results)
     if (r.contains("op")) byOp[r.value("op", "")].push_back(&r);
-  json c = {{"ops", byOp.size()}, {"judged", 0}, {"pass", 0}, {"fail", 0}, {"distinct_failures", 0},
-            {"gave_up", 0}, {"excluded", 0}, {"excluded_because", json::array()}};
+  json c = {{"ops", byOp.size()},     {"judged", 0},  {"pass", 0},     {"fail", 0},
+            {"distinct_failures", 0}, {"gave_up", 0}, {"excluded", 0}, {"excluded_because", json::array()}};
   std::map<std::string, int> why;
   // Per family: every op (dtype "all") and every op x dtype.
   std::map<std::pair<std::string, std::string>, json> families;
   for (const auto& [op, rs] : byOp) {
     const Standing st = standingOf(rs);
     if (st.status == "excluded") ++why[st.why];
-    if (st.status == "gave_up") c["gave_up"] = c["gave_up"].get<int>() + 1;
-    else c[st.status] = c[st.status].get<int>() + 1;
+    if (st.status == "gave_up")
+      c["gave_up"] = c["gave_up"].get<int>() + 1;
+    else
+      c[st.status] = c[st.status].get<int>() + 1;
     if (st.status == "fail") c["distinct_failures"] = c["distinct_failures"].get<int>() + st.distinct;
     const std::string family = opFamily(op);
     json& all = families.try_emplace({family, "all"}, json::object()).first->second;
@@ -435,8 +449,8 @@ void coverageLine(std::ostringstream& md, const json& t) {
   md << "Coverage: " << c.value("ops", 0) << " ops; **judged " << c.value("judged", 0) << "** (pass "
      << c.value("pass", 0) << ", fail " << c.value("fail", 0) << " with " << c.value("distinct_failures", 0)
      << " distinct failures); gave up (every result a health skip: CPU ATen rejected most samples, or "
-        "crashed or hung on them) " << c.value("gave_up", 0)
-     << "; excluded " << c.value("excluded", 0) << "; the stock path differs from CPU ATen on "
+        "crashed or hung on them) "
+     << c.value("gave_up", 0) << "; excluded " << c.value("excluded", 0) << "; the stock path differs from CPU ATen on "
      << c.value("stock_differs_from_cpu", 0) << " op x dtype result(s) (below: information, not findings)";
   std::string why;
   for (const auto& e : c.at("excluded_because"))
@@ -456,7 +470,8 @@ void opTable(std::ostringstream& md, const json& t) {
   const auto columns = opColumns(t);
   md << "| op | dtype";
   for (const auto* c : columns) md << " | " << c->id << " " << c->title;
-  md << " | cases (discarded) | fast path | compilations / 100 cases | reference / device op / harness | note |\n|---|---";
+  md << " | cases (discarded) | fast path | compilations / 100 cases | reference / device op / harness | note "
+        "|\n|---|---";
   for (size_t i = 0; i < columns.size() + 5; ++i) md << "|---";
   md << "|\n";
   for (const auto& [key, props] : rows) {
@@ -481,7 +496,8 @@ void opTable(std::ostringstream& md, const json& t) {
       if (note.empty() && r.value("status", "") != "pass") note = c->id + ": " + r.value("reason", "");
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
       const std::string f = fastPathCell(c->id, o);
-      if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9")) fastPath += (fastPath.empty() ? "" : "; ") + f;
+      if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9"))
+        fastPath += (fastPath.empty() ? "" : "; ") + f;
     }
     md << " | " << cases << " | " << cell(fastPath.empty() ? "-" : fastPath, 100);
     if (stats.is_null()) {
@@ -506,7 +522,8 @@ namespace {
 std::string resultCounts(const json& summary) {
   std::string counts;
   for (const char* status : {"pass", "fail", "flaky", "skip", "error"})
-    if (summary.at("results").contains(status) && (std::string(status) != "flaky" || summary.at("results").value(status, 0L)))
+    if (summary.at("results").contains(status) &&
+        (std::string(status) != "flaky" || summary.at("results").value(status, 0L)))
       counts += (counts.empty() ? "" : ", ") + std::to_string(summary.at("results").value(status, 0L)) + " " + status;
   return counts.empty() ? "none" : counts;
 }
@@ -539,16 +556,18 @@ void header(std::ostringstream& md, const json& report) {
      << "; unexpected: " << s.at("unexpected").size() << "\n";
   if (s.contains("db")) {
     const json& d = s.at("db");
-    md << "- example database `" << d.value("dir", std::string()) << "`: " << d.value("replayed", 0) << " stored example(s) "
+    md << "- example database `" << d.value("dir", std::string()) << "`: " << d.value("replayed", 0)
+       << " stored example(s) "
        << "replayed, " << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, "
-       << d.value("fixed", 0) << " fixed, "
-       << d.value("dropped", 0) << " dropped (no longer a valid case), " << d.value("stored", 0) << " stored by this run\n";
+       << d.value("fixed", 0) << " fixed, " << d.value("dropped", 0) << " dropped (no longer a valid case), "
+       << d.value("stored", 0) << " stored by this run\n";
   }
   md << "\n";
   if (!s.at("unexpected").empty()) {
     md << "## Unexpected results\n\n";
     for (const auto& u : s.at("unexpected"))
-      md << "- **" << u.value("target", "?") << "** " << (u.at("property").is_string() ? u.value("property", "") : "target")
+      md << "- **" << u.value("target", "?") << "** "
+         << (u.at("property").is_string() ? u.value("property", "") : "target")
          << (u.contains("op") ? " " + u.value("op", "") + " " + u.value("dtype", "") : "") << ": **"
          << u.value("status", "") << "**: " << cell(u.value("reason", ""), 200) << "\n";
     md << "\n";
@@ -625,7 +644,8 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
     if (o.contains("patched_vs_unpatched")) md << "; patched vs unpatched: " << o.value("patched_vs_unpatched", "");
     md << "\n";
   }
-  if (o.contains("kernels")) md << "- LibEntry runs and keys by kernel (after warm-up): `" << o.at("kernels").dump() << "`\n";
+  if (o.contains("kernels"))
+    md << "- LibEntry runs and keys by kernel (after warm-up): `" << o.at("kernels").dump() << "`\n";
   if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
   const bool crashed = o.contains("crash");
   md << "- " << (crashed ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
@@ -664,8 +684,8 @@ void exampleSection(std::ostringstream& md, const json& t) {
     for (const char* k : {"fixed", "dropped"})
       for (const auto& ex : obs.at("db").value(k, json::array()))
         rows << "| " << resultLabel(r) << " | " << k << " | " << ex.value("stored_at", "") << " | `"
-             << ex.value("stored_in", "") << "` | " << cell(ex.value(std::string(k) == "fixed" ? "reason" : "why", ""), 160)
-             << " |\n";
+             << ex.value("stored_in", "") << "` | "
+             << cell(ex.value(std::string(k) == "fixed" ? "reason" : "why", ""), 160) << " |\n";
   }
   if (rows.str().empty()) return;
   md << "### Stored examples that no longer fail\n\n| run | now | stored at | stored in | "
@@ -689,7 +709,8 @@ std::string renderMarkdown(const json& report) {
     for (const auto& m : t.value("unverified", json::array()))
       md << "**unverified run**: " << m.get<std::string>() << " (every result below is marked unverified)\n\n";
     const json p = t.value("provenance", json::object());
-    if (p.contains("pin")) md << "pin: `" << p.at("pin").value("name", "") << "` (" << p.at("pin").value("path", "") << ")\n\n";
+    if (p.contains("pin"))
+      md << "pin: `" << p.at("pin").value("name", "") << "` (" << p.at("pin").value("path", "") << ")\n\n";
     md << "installer sha256 seen: `" << p.value("installer_sha256", "-") << "`";
     if (p.contains("libentry_sha256")) md << ", libentry sha256 seen: `" << p.value("libentry_sha256", "-") << "`";
     md << ", gates: `" << p.value("gates", json("")).dump() << "`, device: `" << p.value("device", "") << "`\n\n";
@@ -707,7 +728,8 @@ std::string renderMarkdown(const json& report) {
       md << "<details><summary>the code under test printed " << c.value("lines", 0) << " line(s), "
          << c.value("distinct_lines", 0) << " distinct (warnings, log records, prints), most frequent first"
          << "</summary>\n\n| count | line |\n|---|---|\n";
-      for (const auto& d : c.at("distinct")) md << "| " << d.value("count", 0) << " | `" << cell(d.value("text", ""), 200) << "` |\n";
+      for (const auto& d : c.at("distinct"))
+        md << "| " << d.value("count", 0) << " | `" << cell(d.value("text", ""), 200) << "` |\n";
       md << "\n</details>\n\n";
     }
     if (t.contains("left_running")) {
@@ -754,8 +776,7 @@ std::string matrixCell(const json& t, const std::string& p) {
 }
 
 std::string shellQuote(const std::string& s) {
-  static const std::string safe =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
+  static const std::string safe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
   if (!s.empty() && s.find_first_not_of(safe) == std::string::npos) return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
@@ -806,13 +827,14 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     os << ": " << (cells.empty() ? std::string("nothing ran") : cells) << " (" << fixed(seconds, 1) << " s)\n";
   }
   if (t.contains("crashes"))
-    os << "  the target process died " << t.at("crashes").size() << " time(s) on a case; a fresh one went on each time\n";
+    os << "  the target process died " << t.at("crashes").size()
+       << " time(s) on a case; a fresh one went on each time\n";
   if (t.contains("crash")) os << "  " << t.value("crash", std::string()) << "\n";
   if (t.contains("stopped")) os << "  stopped: " << t.value("stopped", std::string()) << "\n";
   if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
     const json& c = t.at("captured_output");
-    os << "  captured " << c.value("lines", 0) << " line(s) the code under test printed (" << c.value("distinct_lines", 0)
-       << " distinct; listed in report.md)\n";
+    os << "  captured " << c.value("lines", 0) << " line(s) the code under test printed ("
+       << c.value("distinct_lines", 0) << " distinct; listed in report.md)\n";
   }
   for (const auto& l : t.value("left_running", json::array()))
     os << "  left running by the code under test: " << l.value("kind", "") << " "
@@ -823,8 +845,10 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     if (st != "fail" && st != "error" && st != "flaky") continue;
     const bool expected = resultExpected(t, r);
     if (expected && !expectedToo) continue;  // its matrix cell above says it; report.md has the rest
-    const std::string head = (st == "fail" ? "FAIL " : st == "flaky" ? "FLAKY " : "ERROR ") + resultLabel(r) +
-                             (expected ? " (expected by the manifest)" : " (unexpected)");
+    const std::string head = (st == "fail"    ? "FAIL "
+                              : st == "flaky" ? "FLAKY "
+                                              : "ERROR ") +
+                             resultLabel(r) + (expected ? " (expected by the manifest)" : " (unexpected)");
     if (shown < blocks) {
       ++shown;
       os << "  " << head << "\n    why: " << cell(r.value("reason", ""), 300) << "\n";
@@ -852,12 +876,18 @@ std::string xmlEscape(const std::string& s) {
   std::string o;
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
-    if (ch == '&') o += "&amp;";
-    else if (ch == '<') o += "&lt;";
-    else if (ch == '>') o += "&gt;";
-    else if (ch == '"') o += "&quot;";
-    else if (c < 0x20 && ch != '\n' && ch != '\t') o += ' ';  // not allowed in XML 1.0
-    else o += ch;
+    if (ch == '&')
+      o += "&amp;";
+    else if (ch == '<')
+      o += "&lt;";
+    else if (ch == '>')
+      o += "&gt;";
+    else if (ch == '"')
+      o += "&quot;";
+    else if (c < 0x20 && ch != '\n' && ch != '\t')
+      o += ' ';  // not allowed in XML 1.0
+    else
+      o += ch;
   }
   return o;
 }
@@ -885,8 +915,8 @@ std::string junitXml(const json& t, const json& prov) {
     const std::string st = r.value("status", ""), reason = r.value("reason", "");
     cases << "  <testcase name=\"" << xmlEscape(replayId(r) + " " + r.value("title", "")) << "\" classname=\"" << name
           << "\" file=\"" << file << "\" time=\"" << fixed(s, 3) << "\">\n";
-    cases << "    <properties><property name=\"status\" value=\"" << xmlEscape(st) << "\"/><property name=\"expected\" value=\""
-          << xmlEscape(expectedStatusOf(t, r)) << "\"/></properties>\n";
+    cases << "    <properties><property name=\"status\" value=\"" << xmlEscape(st)
+          << "\"/><property name=\"expected\" value=\"" << xmlEscape(expectedStatusOf(t, r)) << "\"/></properties>\n";
     std::string detail = reason;
     if (r.contains("counterexample") && !r.at("counterexample").is_null())
       detail += "\ncounterexample (shrunk): " + r.at("counterexample").dump();
@@ -924,9 +954,9 @@ constexpr size_t kMatrixTargets = 12;
 void printDatabaseLine(const json& s, std::ostream& os) {
   if (!s.contains("db")) return;
   const json& d = s.at("db");
-  os << "example database " << consolePath(d.value("dir", std::string())) << ": " << d.value("replayed", 0) << " replayed, "
-     << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, " << d.value("fixed", 0)
-     << " fixed, " << d.value("dropped", 0) << " dropped, " << d.value("stored", 0) << " stored";
+  os << "example database " << consolePath(d.value("dir", std::string())) << ": " << d.value("replayed", 0)
+     << " replayed, " << d.value("still_failing", 0) << " still failing, " << d.value("flaky", 0) << " flaky, "
+     << d.value("fixed", 0) << " fixed, " << d.value("dropped", 0) << " dropped, " << d.value("stored", 0) << " stored";
   if (d.contains("error")) os << " (" << d.value("error", std::string()) << ")";
   os << "\n";
 }
@@ -935,13 +965,15 @@ void printDatabaseLine(const json& s, std::ostream& os) {
 void printSummary(const json& report, std::ostream& os) {
   const auto& s = report.at("summary");
   const size_t unexpected = s.at("unexpected").size();
-  os << "\nverdict: " << (unexpected ? std::to_string(unexpected) + " unexpected result(s)" : std::string("as expected"))
+  os << "\nverdict: "
+     << (unexpected ? std::to_string(unexpected) + " unexpected result(s)" : std::string("as expected"))
      << "; results: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0) << "\n";
   bool stoppedOrCrashed = false;
   for (const auto& t : report.at("targets")) stoppedOrCrashed |= t.contains("stopped") || t.contains("crash");
   // The matrix where it says more than the lines per target did: a short
   // run, or one where something is not as expected.
-  if (report.at("targets").size() > kMatrixTargets && !unexpected && s.value("target_errors", 0) == 0 && !stoppedOrCrashed) {
+  if (report.at("targets").size() > kMatrixTargets && !unexpected && s.value("target_errors", 0) == 0 &&
+      !stoppedOrCrashed) {
     os << "the target x property matrix of the " << report.at("targets").size() << " targets: report.md\n";
     printDatabaseLine(s, os);
     return;
@@ -955,7 +987,8 @@ void printSummary(const json& report, std::ostream& os) {
       for (size_t i = 0; i < properties().size(); ++i)
         width[i] = std::max(width[i], matrixCell(t, properties()[i].id).size());
   os << "\n" << std::left << std::setw(30) << "target";
-  for (size_t i = 0; i < properties().size(); ++i) os << " " << std::setw(static_cast<int>(width[i])) << properties()[i].id;
+  for (size_t i = 0; i < properties().size(); ++i)
+    os << " " << std::setw(static_cast<int>(width[i])) << properties()[i].id;
   os << "\n";
   std::vector<std::string> failing;
   for (const auto& t : report.at("targets")) {
@@ -976,7 +1009,8 @@ void printSummary(const json& report, std::ostream& os) {
     if (t.contains("crashes")) os << " (" << t.at("crashes").size() << " process restart(s))";
     if (t.contains("stopped"))
       os << " (stopped: "
-         << (t.value("stopped", std::string()).find("--budget") != std::string::npos ? "--budget ran out" : "interrupted")
+         << (t.value("stopped", std::string()).find("--budget") != std::string::npos ? "--budget ran out"
+                                                                                     : "interrupted")
          << ")";
     if (t.contains("unverified")) os << " unverified (" << t.at("unverified").size() << " pin mismatch(es))";
     os << "\n";

@@ -31,17 +31,18 @@ namespace {
 
 // A JSON string literal is also a valid Python string literal (ASCII only:
 // non-ASCII and control characters are \u escapes; bad UTF-8 becomes U+FFFD).
-std::string pyString(const std::string& s) {
-  return json(s).dump(-1, ' ', true, json::error_handler_t::replace);
-}
+std::string pyString(const std::string& s) { return json(s).dump(-1, ' ', true, json::error_handler_t::replace); }
 
 // `j` as a Python literal; arrays and objects that do not fit in `width`
 // columns at `indent` are broken one element per line.
 std::string pyLiteral(const json& j, size_t indent = 0, size_t width = 100) {
   switch (j.type()) {
-    case json::value_t::null: return "None";
-    case json::value_t::boolean: return j.get<bool>() ? "True" : "False";
-    case json::value_t::string: return pyString(j.get<std::string>());
+    case json::value_t::null:
+      return "None";
+    case json::value_t::boolean:
+      return j.get<bool>() ? "True" : "False";
+    case json::value_t::string:
+      return pyString(j.get<std::string>());
     case json::value_t::array:
     case json::value_t::object: {
       const bool obj = j.is_object();
@@ -58,7 +59,8 @@ std::string pyLiteral(const json& j, size_t indent = 0, size_t width = 100) {
                pyLiteral(it.value(), indent + 4, width) + ",\n";
       return out + std::string(indent, ' ') + close;
     }
-    default: return j.dump();  // numbers: JSON's forms are Python's
+    default:
+      return j.dump();  // numbers: JSON's forms are Python's
   }
 }
 
@@ -82,7 +84,7 @@ struct Roots {
     };
     add(reproDir, "{HERE}");
     add(fs::absolute(reproDir).lexically_normal().parent_path(), "{HERE}/..");
-    add(FLAGPROP_SOURCE_DIR, "{ROOT}");
+    add(dataRoot(), "{ROOT}");
     std::sort(byLength.begin(), byLength.end(),
               [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   }
@@ -212,9 +214,9 @@ std::atomic<unsigned> gSliceCount{0};
 // within `budget` bytes; `note` says what was embedded and how.
 std::string sliceModules(const std::string& kind, size_t budget, std::string& note) {
   const std::string slim = findIn(pythonFolders(), "flagprop/slim.py");
-  const std::string stem = (fs::temp_directory_path() / ("flagprop-slim-" + std::to_string(getpid()) + "-" +
-                                                         std::to_string(gSliceCount++)))
-                               .string();
+  const std::string stem =
+      (fs::temp_directory_path() / ("flagprop-slim-" + std::to_string(getpid()) + "-" + std::to_string(gSliceCount++)))
+          .string();
   const std::string req = stem + ".request.json", out = stem + ".out.json", log = stem + ".log";
   std::string why;
   json answer;
@@ -222,7 +224,8 @@ std::string sliceModules(const std::string& kind, size_t budget, std::string& no
     why = "flagprop/slim.py is not in flagprop's Python folders";
   } else {
     writeText(req, sliceRequest(kind, budget).dump());
-    const ChildResult r = runChild({FLAGPROP_PYTHON_EXE, "-I", "-S", "-B", slim, "--request", req, "--out", out}, 120, log);
+    const ChildResult r =
+        runChild({FLAGPROP_PYTHON_EXE, "-I", "-S", "-B", slim, "--request", req, "--out", out}, 120, log);
     const int rc = r.exitCode;
     try {
       answer = json::parse(readFile(out));
@@ -252,7 +255,8 @@ std::string sliceModules(const std::string& kind, size_t budget, std::string& no
              ? "Only the part of flagprop's Python code this case runs is embedded, docstrings removed"
              : "The whole of flagprop's Python modules are embedded, docstrings removed (" +
                    answer.value("note", std::string()) + ")";
-  note += " (" + std::to_string(answer.value("code_bytes", 0)) + " of " + std::to_string(answer.value("full_bytes", 0)) +
+  note += " (" + std::to_string(answer.value("code_bytes", 0)) + " of " +
+          std::to_string(answer.value("full_bytes", 0)) +
           " bytes; the documented source is python/flagprop and mocks/flagprop_mocks in flagprop)." +
           (packed.empty() ? std::string(" Each module is readable below.")
                           : " Packed (zlib, base85) to keep the file small: " + packed +
@@ -329,7 +333,8 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
     return s.substr(0, most);
   };
   const std::string path =
-      (fs::path(dir) / ("repro_" + part(name, 80) + "_" + part(outcome.key(), 120) + nameSuffix + "_" + tag + ".py")).string();
+      (fs::path(dir) / ("repro_" + part(name, 80) + "_" + part(outcome.key(), 120) + nameSuffix + "_" + tag + ".py"))
+          .string();
   const Roots roots(dir);
 
   // The code under test: named variables at the top; TARGET holds the rest.
@@ -340,10 +345,11 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
     pythonPath.push_back(codePath(p.get<std::string>(), roots));
   json rest = roots.data(target);
   for (const char* section : {"installer", "flag_gems", "ops"})
-    if (rest.contains(section) && rest[section].is_object() && rest[section].contains("path")) rest[section]["path"] = "";
+    if (rest.contains(section) && rest[section].is_object() && rest[section].contains("path"))
+      rest[section]["path"] = "";
   if (rest.contains("installer") && rest["installer"].is_object()) rest["installer"]["python_path"] = json::array();
   std::string flagpropRoot = "None";  // relative to the reproducer when the report is inside the checkout
-  const fs::path rootAbs = fs::path(FLAGPROP_SOURCE_DIR).lexically_normal(), dirAbs = fs::absolute(dir).lexically_normal();
+  const fs::path rootAbs = fs::path(dataRoot()).lexically_normal(), dirAbs = fs::absolute(dir).lexically_normal();
   if (dirAbs.string().rfind(rootAbs.string() + "/", 0) == 0)
     flagpropRoot = pyString(rootAbs.lexically_relative(dirAbs).string());
   const json obs = outcome.observations.is_object() ? outcome.observations : json::object();
@@ -421,14 +427,15 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   head += "CASE = " + pyLiteral(roots.data(outcome.counterexample)) + "\n";
   head += "JUDGING = " + pyLiteral(roots.data(outcome.judging)) + "\n";
   if (outcome.checkKind == "op") {
-    head += "# The inputs the run built from those layouts (\"call.input\": their values), which\n"
-            "# the reproducer compares with its own; None: not recorded.\n";
+    head +=
+        "# The inputs the run built from those layouts (\"call.input\": their values), which\n"
+        "# the reproducer compares with its own; None: not recorded.\n";
     head += "INPUTS = " + pyLiteral(inputValues(outcome.counterexample)) + "\n";
   }
   head += "# The target (Target::toJson); its paths are the variables above.\n";
   head += "TARGET = " + pyLiteral(rest) + "\n\n";
 
-  const std::string tail = readFile(std::string(FLAGPROP_SOURCE_DIR) + "/reports/reproducer.py.in");
+  const std::string tail = readFile(dataRoot() + "/reports/reproducer.py.in");
   const size_t other = head.size() + tail.size() + 600;  // and the table's own comment
   const size_t budget = other + kMinCodeBudget < kTargetBytes ? kTargetBytes - other : kMinCodeBudget;
   std::string note;

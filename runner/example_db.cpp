@@ -143,9 +143,8 @@ std::vector<json> loadExamples(const std::string& folder, const std::string& key
 
 int storeExamples(const std::string& db, const json& doc, const std::string& storedIn) {
   if (db.empty() || doc.value("status", std::string()) != "ok") return 0;
-  const std::string folder =
-      exampleFolder(db, doc.value("name", std::string("target")),
-                    doc.value("target", json::object()).value("device", std::string("cpu")));
+  const std::string folder = exampleFolder(db, doc.value("name", std::string("target")),
+                                           doc.value("target", json::object()).value("device", std::string("cpu")));
   int stored = 0;
   for (const auto& r : doc.value("results", json::array())) {
     const std::string st = r.value("status", std::string());
@@ -165,7 +164,8 @@ int storeExamples(const std::string& db, const json& doc, const std::string& sto
         json dobs = d.value("observations", json::object());
         dobs["kinds"] = d.value("kinds", json::array());
         if (obs.contains("sampler")) dobs["sampler"] = obs.at("sampler");
-        stored += storeOne(folder, doc, r, d.at("counterexample"), dobs, d.value("reason", std::string()), storedIn, ++rank);
+        stored +=
+            storeOne(folder, doc, r, d.at("counterexample"), dobs, d.value("reason", std::string()), storedIn, ++rank);
       }
   }
   return stored;

@@ -29,8 +29,13 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   // At most one worker per call and per core of the host (each imports torch and compiles).
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = std::min({opts.workers, static_cast<int>(cases.size()), cores});
-  json out = {{"workers", n}, {"cases", cases.size()}, {"ran", 0}, {"failed", 0}, {"compilations", 0},
-              {"stopped", json::array()}, {"errors", json::array()}};
+  json out = {{"workers", n},
+              {"cases", cases.size()},
+              {"ran", 0},
+              {"failed", 0},
+              {"compilations", 0},
+              {"stopped", json::array()},
+              {"errors", json::array()}};
   fs::path dir;
   const auto remove = [&] {
     try {
@@ -40,15 +45,18 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   };
   try {
     std::string scratch = (fs::temp_directory_path() / "flagprop-precompile-XXXXXX").string();
-    if (!mkdtemp(scratch.data())) throw std::runtime_error("cannot make a folder in " + fs::temp_directory_path().string());
+    if (!mkdtemp(scratch.data()))
+      throw std::runtime_error("cannot make a folder in " + fs::temp_directory_path().string());
     dir = scratch;
     const std::string job = (dir / "job.json").string();
     writeText(job, json{{"target", session.targetJson()},
                         {"gates", toJson(session.target().defaultGates())},
-                        {"op_names", [&] {
+                        {"op_names",
+                         [&] {
                            json names = json::array();
                            for (const auto& c : cases)
-                             if (std::find(names.begin(), names.end(), c.at("op")) == names.end()) names.push_back(c.at("op"));
+                             if (std::find(names.begin(), names.end(), c.at("op")) == names.end())
+                               names.push_back(c.at("op"));
                            return names;
                          }()},
                         {"cases", cases}}
@@ -76,7 +84,9 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
                          captures[k],
                          {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
                           "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},
-                         CaseWatch{base + ".json.inflight", opts.caseSeconds}, false, true});
+                         CaseWatch{base + ".json.inflight", opts.caseSeconds},
+                         false,
+                         true});
       }
       const int left = static_cast<int>(
           std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()).count());
@@ -103,16 +113,18 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
           fly = json::parse(readFile(base + ".json.inflight"));
         } catch (const std::exception&) {
         }
-        std::string why = r.stopped        ? "stopped with the run"
-                          : r.caseTimedOut ? "stopped: one call ran longer than " + std::to_string(opts.caseSeconds) + " s"
-                          : r.timedOut     ? "stopped after " + std::to_string(opts.totalSeconds) + " s"
-                          : r.signal       ? "died with signal " + std::to_string(r.signal)
-                                           : "exited with code " + std::to_string(r.exitCode);
+        std::string why = r.stopped ? "stopped with the run"
+                          : r.caseTimedOut
+                              ? "stopped: one call ran longer than " + std::to_string(opts.caseSeconds) + " s"
+                          : r.timedOut ? "stopped after " + std::to_string(opts.totalSeconds) + " s"
+                          : r.signal   ? "died with signal " + std::to_string(r.signal)
+                                       : "exited with code " + std::to_string(r.exitCode);
         if (fly.is_object()) {
           out["ran"] = out["ran"].get<int>() + fly.value("ran", 0);
           out["failed"] = out["failed"].get<int>() + fly.value("failed", 0) + 1;  // the call it died on
           const json& c = fly.value("case", json::object());
-          why += " on " + c.value("op", std::string("?")) + " (call " + std::to_string(fly.value("i", 0)) + " of its share)";
+          why += " on " + c.value("op", std::string("?")) + " (call " + std::to_string(fly.value("i", 0)) +
+                 " of its share)";
           const int next = fly.value("i", 0) + 1;
           const int share = (static_cast<int>(cases.size()) - k + n - 1) / n;
           // A crash or a hang on one call: a fresh worker goes on from the next.

@@ -54,7 +54,8 @@ class PropertyTest : public testing::Test {
 
   void TestBody() override {
     const Target& t = session_->target();
-    const std::string label = run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
+    const std::string label =
+        run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
     // An excluded op's skip is a line in the report, not on the console.
     const bool quiet = run_->quiet;
     const bool print = !quiet && opts_->verbose;
@@ -81,7 +82,8 @@ class PropertyTest : public testing::Test {
     const PropertyOutcome o = runProperty(*run_, ro);
     if (o.observations.contains("db"))  // what passes now, or is no longer a valid case, is not kept
       for (const char* k : {"fixed", "dropped"})
-        for (const auto& ex : o.observations.at("db").value(k, json::array())) forgetExample(ex.value("file", std::string()));
+        for (const auto& ex : o.observations.at("db").value(k, json::array()))
+          forgetExample(ex.value("file", std::string()));
     json r = o.toJson();
     const json& left = session_->leftRunning();
     if (left.size() > leftBefore) {  // started during this run and never ended: reported, not ignored
@@ -96,9 +98,9 @@ class PropertyTest : public testing::Test {
       if (o.status != "pass") std::cout << ": " << o.reason;
       std::cout << std::endl;
       for (const auto& l : r.value("left_running", json::array()))
-        std::cout << "[" << t.name << "] " << label << ": the code under test left a "
-                  << l.value("kind", "") << " running: "
-                  << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << std::endl;
+        std::cout << "[" << t.name << "] " << label << ": the code under test left a " << l.value("kind", "")
+                  << " running: " << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", ""))
+                  << std::endl;
     }
     if (opts_->exitOnDeviceLost && !session_->deviceLost.empty()) {
       std::cout << "[" << t.name << "] " << session_->deviceLost << "; going on in a fresh process" << std::endl;
@@ -162,12 +164,13 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     return "";  // nothing was written: run everything
   }
   if (!takeDocumentMac(before, key))
-    return "the document to resume from (" + path + ") was changed by something other than flagprop (its MAC does not match)";
+    return "the document to resume from (" + path +
+           ") was changed by something other than flagprop (its MAC does not match)";
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   std::set<std::string> done;
-  std::map<std::string, json> crashed;  // "op/dtype" -> the crash result
-  std::map<std::string, json> confirm;  // run key -> a crash to judge once more, in this fresh process
-  std::map<std::string, json> flaky;    // run key -> a flaky result to judge once more, in this fresh process
+  std::map<std::string, json> crashed;       // "op/dtype" -> the crash result
+  std::map<std::string, json> confirm;       // run key -> a crash to judge once more, in this fresh process
+  std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
   for (const auto& r : before.value("results", json::array())) {
     if (r.value("key", std::string()) == "process") continue;
@@ -186,8 +189,8 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     // which is a fresh one.
     const bool lost = r.value("reason", std::string()).rfind(kDeviceLostReason, 0) == 0;
     if ((died || lost) && !obs.contains("recurred") && !obs.contains("as") &&
-        obs.value("crash", std::string()).find("timed out") == std::string::npos &&
-        r.contains("counterexample") && !r.at("counterexample").is_null()) {
+        obs.value("crash", std::string()).find("timed out") == std::string::npos && r.contains("counterexample") &&
+        !r.at("counterexample").is_null()) {
       confirm[r.value("key", std::string())] = r;
       continue;
     }
@@ -227,7 +230,8 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       r["property"] = run.id;
       r["title"] = run.title;
       r["key"] = runKey(run);
-      r["reason"] = "(as " + c->second.value("property", std::string()) + ") " + c->second.value("reason", std::string());
+      r["reason"] =
+          "(as " + c->second.value("property", std::string()) + ") " + c->second.value("reason", std::string());
       r["observations"]["as"] = c->second.value("property", std::string());  // not judged again on its own
       doc["results"].push_back(r);
       continue;
@@ -292,9 +296,10 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
   return o;
 }
 
-json runTarget(const std::string& manifest, const TargetRunOptions& opts,
-               const ResultSink& sink) {
-  json doc = {{"manifest", manifest}, {"name", fs::path(manifest).stem().string()}, {"status", "ok"},
+json runTarget(const std::string& manifest, const TargetRunOptions& opts, const ResultSink& sink) {
+  json doc = {{"manifest", manifest},
+              {"name", fs::path(manifest).stem().string()},
+              {"status", "ok"},
               {"results", json::array()}};
   std::unique_ptr<TargetSession> session;
   std::vector<PropertyRun> runs;
@@ -330,7 +335,8 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
                                std::to_string(opts.precompileWorkers) + " processes";
       [[maybe_unused]] const auto n = write(opts.progressFd, line.data(), line.size());
     }
-    const json pre = precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
+    const json pre =
+        precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
     if (!pre.is_null()) {
       doc["precompile"] = pre;
       if (opts.verbose)
@@ -341,7 +347,8 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts,
     }
   }
   runAsTests(runs, *session, doc, opts, sink);
-  if (opts.progressFd >= 0) [[maybe_unused]] const auto n = write(opts.progressFd, "\r\033[K", 4);
+  if (opts.progressFd >= 0) [[maybe_unused]]
+    const auto n = write(opts.progressFd, "\r\033[K", 4);
   doc["complete"] = true;  // the parent tells a finished target from one that died
   return doc;
 }
@@ -366,7 +373,7 @@ pid_t spawnChild(const ChildSpec& c, int console, int secret) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);  // never the terminal
-  if (console >= 0) posix_spawn_file_actions_adddup2(&fa, console, 3);  // the progress line, relayed
+  if (console >= 0) posix_spawn_file_actions_adddup2(&fa, console, 3);            // the progress line, relayed
   if (secret >= 0) posix_spawn_file_actions_adddup2(&fa, secret, 4);
   if (!c.capturePath.empty()) {
     posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, c.capturePath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -423,7 +430,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     std::string stage;  // its stage seen last, and since when
     std::chrono::steady_clock::time_point stageSince;
     std::chrono::steady_clock::time_point lastCap;  // when its capture file's size was looked at last
-    uint64_t dropped = 0;                            // bytes of its capture cut off past kCaptureCapBytes
+    uint64_t dropped = 0;                           // bytes of its capture cut off past kCaptureCapBytes
   };
   std::vector<ChildResult> results(children.size());
   std::vector<Running> run(children.size());
@@ -520,8 +527,8 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
           c.stage = stage;
           c.stageSince = now;
         }
-        const bool referenceHangs = !fly.empty() && stage == "reference" &&
-                                    now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
+        const bool referenceHangs =
+            !fly.empty() && stage == "reference" && now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
         if (referenceHangs || (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds))) {
           results[i].caseTimedOut = true;
           results[i].referenceTimedOut = referenceHangs;
@@ -563,7 +570,9 @@ std::string readStage(const std::string& path) {
   return stage;
 }
 
-json capturedOutput(const std::string& path, size_t keep) { return capturedOutput(std::vector<std::string>{path}, keep); }
+json capturedOutput(const std::string& path, size_t keep) {
+  return capturedOutput(std::vector<std::string>{path}, keep);
+}
 
 namespace {
 
@@ -627,16 +636,21 @@ bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const 
   json kept = json::array(), missing = json::array(), unexpected = json::array();
   for (const auto& r : doc.value("results", json::array())) {
     const std::string key = r.is_object() ? r.value("key", std::string()) : std::string();
-    if (key == "process" || (want.count(key) && seen.insert(key).second)) kept.push_back(r);
-    else unexpected.push_back(key);
+    if (key == "process" || (want.count(key) && seen.insert(key).second))
+      kept.push_back(r);
+    else
+      unexpected.push_back(key);
   }
   for (const auto& key : planned) {
     if (seen.count(key)) continue;
     missing.push_back(key);
     const auto a = key.find('/'), b = a == std::string::npos ? a : key.find('/', a + 1);
     const PropertyDef* def = findProperty(key.substr(0, a));
-    json r = {{"property", key.substr(0, a)}, {"title", def ? def->title : std::string()}, {"key", key},
-              {"status", "error"}, {"cases_run", 0},
+    json r = {{"property", key.substr(0, a)},
+              {"title", def ? def->title : std::string()},
+              {"key", key},
+              {"status", "error"},
+              {"cases_run", 0},
               {"reason", !why.empty() ? why
                                       : "no result: the target process finished without one for this run (its document "
                                         "does not hold it; the code under test may have rewritten the document)"}};
@@ -655,7 +669,9 @@ bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const 
 json collectChildDocument(const std::string& outPath, const std::string& manifest, const ChildResult& r,
                           int timeoutSeconds, const std::string& key) {
   json doc;
-  const json unread = {{"name", fs::path(manifest).stem().string()}, {"manifest", manifest}, {"status", "error"},
+  const json unread = {{"name", fs::path(manifest).stem().string()},
+                       {"manifest", manifest},
+                       {"status", "error"},
                        {"results", json::array()}};
   try {
     doc = json::parse(readFile(outPath));
@@ -676,8 +692,11 @@ json collectChildDocument(const std::string& outPath, const std::string& manifes
   if (doc.value("status", "") == "error") {
     if (doc.value("error", std::string()).empty()) doc["error"] = why;
   } else {
-    doc["results"].push_back({{"property", "process"}, {"title", "target process"}, {"key", "process"},
-                              {"status", "error"}, {"reason", why}});
+    doc["results"].push_back({{"property", "process"},
+                              {"title", "target process"},
+                              {"key", "process"},
+                              {"status", "error"},
+                              {"reason", why}});
   }
   return doc;
 }

@@ -93,18 +93,17 @@ using ResultSink = std::function<void(const TargetSession&, const PropertyOutcom
 /// `description`, `labels`, `expect`, `target` (Target::toJson),
 /// `provenance`, `results[]` (PropertyOutcome::toJson) and `complete` (true).
 /// A bad manifest, a hash mismatch or a missing device is status `error`.
-json runTarget(const std::string& manifest, const TargetRunOptions& opts,
-               const ResultSink& sink);
+json runTarget(const std::string& manifest, const TargetRunOptions& opts, const ResultSink& sink);
 
 /// How a child process ended.
 struct ChildResult {
   int exitCode = -1;
   int signal = 0;
   bool timedOut = false;
-  bool caseTimedOut = false;  ///< one case outran the per-case limit (a hang), not the whole process
+  bool caseTimedOut = false;       ///< one case outran the per-case limit (a hang), not the whole process
   bool referenceTimedOut = false;  ///< ... in its CPU reference stage (CaseWatch::referenceSeconds)
   int referenceSeconds = 0;        ///< that stage's limit in s, when referenceTimedOut
-  bool stopped = false;       ///< killed because stopRequested() (Ctrl-C, SIGTERM)
+  bool stopped = false;            ///< killed because stopRequested() (Ctrl-C, SIGTERM)
 };
 
 /// A child's per-case watch: `inflightPath` holds the case in flight (the

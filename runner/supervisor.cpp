@@ -32,9 +32,14 @@ std::string bounded(std::string s, size_t n) { return s.size() > n ? s.substr(0,
 std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
                                    const std::string& repro) {
   const TargetRunOptions& t = opts.target;
-  std::vector<std::string> a = {opts.self, "run-target", "--manifest", manifest, "--out", out, "--console-fd", "3",
-                                "--key-fd", "4", "--parent", std::to_string(getpid()),
-                                "--seed", std::to_string(t.run.seed), "--repro-dir", repro};
+  std::vector<std::string> a = {opts.self,      "run-target",
+                                "--manifest",   manifest,
+                                "--out",        out,
+                                "--console-fd", "3",
+                                "--key-fd",     "4",
+                                "--parent",     std::to_string(getpid()),
+                                "--seed",       std::to_string(t.run.seed),
+                                "--repro-dir",  repro};
   if (opts.verbose) a.push_back("--verbose");
   if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
   if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
@@ -43,8 +48,10 @@ std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::str
   for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});
   for (const auto& p : t.selection.dtypes) a.insert(a.end(), {"--dtype", p});
   if (t.unverified) a.push_back("--unverified");
-  if (opts.db.empty()) a.push_back("--no-db");
-  else a.insert(a.end(), {"--db", opts.db});
+  if (opts.db.empty())
+    a.push_back("--no-db");
+  else
+    a.insert(a.end(), {"--db", opts.db});
   if (t.precompileWorkers > 0)
     a.insert(a.end(), {"--precompile", std::to_string(t.precompileWorkers), "--case-timeout",
                        std::to_string(opts.caseTimeoutSeconds)});
@@ -96,8 +103,13 @@ class TargetProcesses {
   TargetProcesses(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
                   const std::string& reproDir, const std::optional<std::vector<std::string>>& plan,
                   std::vector<std::string> env)
-      : opts_(opts), manifest_(manifest), out_(out), reproDir_(reproDir), plannable_(plan.has_value()),
-        planned_(plan.value_or(std::vector<std::string>{})), env_(std::move(env)) {}
+      : opts_(opts),
+        manifest_(manifest),
+        out_(out),
+        reproDir_(reproDir),
+        plannable_(plan.has_value()),
+        planned_(plan.value_or(std::vector<std::string>{})),
+        env_(std::move(env)) {}
 
   json run() {
     std::vector<std::string> args = childArgs(opts_, manifest_, out_, reproDir_);
@@ -171,8 +183,11 @@ class TargetProcesses {
   // A target stopped from outside (the budget ran out, Ctrl-C): what it
   // wrote is kept, the runs left are "not run", the case in flight is no finding.
   json stopped(const std::string& why, bool started) const {
-    json doc = {{"name", fs::path(manifest_).stem().string()}, {"manifest", manifest_}, {"status", "error"},
-                {"error", "stopped before the target wrote its document: " + why}, {"results", json::array()}};
+    json doc = {{"name", fs::path(manifest_).stem().string()},
+                {"manifest", manifest_},
+                {"status", "error"},
+                {"error", "stopped before the target wrote its document: " + why},
+                {"results", json::array()}};
     try {
       json read = json::parse(readFile(out_));
       if (takeDocumentMac(read, key_)) doc = read;
@@ -242,23 +257,26 @@ class TargetProcesses {
                 << (!inCase ? " outside a case" : "; " + std::to_string(kMaxRestarts) + " restarts already")
                 << "; results written before that are kept" << std::endl;
       if (plannable_ && doc.value("status", "") == "ok")  // the runs it did not reach are errors, not absent
-        checkAgainstPlan(doc, planned_, "not run: the target process " + why + " outside a case (or its in-flight "
-                                        "record did not name a run it was launched for) before reaching it");
+        checkAgainstPlan(doc, planned_,
+                         "not run: the target process " + why +
+                             " outside a case (or its in-flight "
+                             "record did not name a run it was launched for) before reaching it");
       return false;
     }
     PropertyOutcome& o = *inCase;
     o.observations["limit_s"] = std::min(opts_.timeoutSeconds, 120);  // the reproducer's time limit
     if (readStage(stage()) == "reference") {  // CPU ATen died, not the op under test: nothing judged
       o.status = "skip";
-      o.reason = "health: CPU ATen (the reference) ended the process (" + why +
-                 ") on a generated case; the op was not judged";
+      o.reason =
+          "health: CPU ATen (the reference) ended the process (" + why + ") on a generated case; the op was not judged";
       o.observations["crash_in"] = "reference";
     }
     dropProcessResult(doc);
     json rj = o.toJson();
     try {
       if (o.status == "fail" && opts_.writeReproducer)
-        rj["reproducer"] = opts_.writeReproducer(reproDir_, doc.at("target"), doc.value("provenance", json::object()), o);
+        rj["reproducer"] =
+            opts_.writeReproducer(reproDir_, doc.at("target"), doc.value("provenance", json::object()), o);
     } catch (const std::exception& e) {
       rj["reproducer_error"] = e.what();
     }
@@ -275,7 +293,7 @@ class TargetProcesses {
 
   const SupervisorOptions& opts_;
   const std::string manifest_, out_, reproDir_;
-  const bool plannable_;                 // the run keys it is launched for are known
+  const bool plannable_;                    // the run keys it is launched for are known
   const std::vector<std::string> planned_;  // from the manifest and the catalog alone
   const std::vector<std::string> env_;
   // The key the target process authenticates its document with.
@@ -309,8 +327,10 @@ json mergeShards(std::vector<json> shards) {
     for (const char* k : {"crashes", "left_running"})
       for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
     if (s.contains("precompile")) {  // each shard's workers compiled its own ops' palettes
-      if (!doc.contains("precompile")) doc["precompile"] = s.at("precompile");
-      else mergePrecompile(doc["precompile"], s.at("precompile"));
+      if (!doc.contains("precompile"))
+        doc["precompile"] = s.at("precompile");
+      else
+        mergePrecompile(doc["precompile"], s.at("precompile"));
     }
     if (s.contains("crash")) doc["crash"] = s.at("crash");
     if (s.contains("stopped")) doc["stopped"] = s.at("stopped");
@@ -383,9 +403,10 @@ json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::
   std::vector<std::string> ops = targetOpNames(t);
   const auto& only = opts.target.selection.ops;
   if (!only.empty())
-    ops.erase(std::remove_if(ops.begin(), ops.end(),
-                             [&](const std::string& o) { return std::find(only.begin(), only.end(), o) == only.end(); }),
-              ops.end());
+    ops.erase(
+        std::remove_if(ops.begin(), ops.end(),
+                       [&](const std::string& o) { return std::find(only.begin(), only.end(), o) == only.end(); }),
+        ops.end());
   bool opProps = false;
   for (const auto& id : targetProperties(t))
     opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
@@ -449,8 +470,8 @@ json endOrphans() {
       while (!command.empty() && command.back() == ' ') command.pop_back();
       kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
-      if (!command.empty()) out.push_back({{"kind", "process"}, {"pid", pid}, {"command", bounded(command, 200)},
-                                          {"outlived", true}});
+      if (!command.empty())
+        out.push_back({{"kind", "process"}, {"pid", pid}, {"command", bounded(command, 200)}, {"outlived", true}});
     }
   }
   return out;

@@ -17,17 +17,17 @@ namespace flagprop {
 
 /// What the supervisor needs of a `flagprop run` (its options, parsed).
 struct SupervisorOptions {
-  std::string self;         ///< the flagprop binary: each child is `self run-target ...`
-  TargetRunOptions target;  ///< selection, seed, cases, reproduce string, pre-compile workers, --unverified
-  std::string db;           ///< the example database (--db); "" = none (--no-db)
+  std::string self;              ///< the flagprop binary: each child is `self run-target ...`
+  TargetRunOptions target;       ///< selection, seed, cases, reproduce string, pre-compile workers, --unverified
+  std::string db;                ///< the example database (--db); "" = none (--no-db)
   int timeoutSeconds = 1800;     ///< one target process's wall-time limit, s (--timeout)
   int caseTimeoutSeconds = 300;  ///< one case's limit, s (--case-timeout): longer is a hang
   int budgetSeconds = 0;         ///< the whole run's wall time, s (--budget), for its messages; 0 = none
   /// When the run's budget ends (steady clock); max(): none.
   std::chrono::steady_clock::time_point budgetEnd = std::chrono::steady_clock::time_point::max();
-  bool verbose = false;  ///< a line per property run (--verbose)
-  bool quiet = false;    ///< no progress line (--quiet; every shard but the first)
-  int jobs = 1;          ///< processes per target, its ops dealt over them (--jobs)
+  bool verbose = false;              ///< a line per property run (--verbose)
+  bool quiet = false;                ///< no progress line (--quiet; every shard but the first)
+  int jobs = 1;                      ///< processes per target, its ops dealt over them (--jobs)
   std::vector<std::string> devices;  ///< a device index per shard, round robin (--devices); empty: as inherited
   std::string tritonCache;           ///< TRITON_CACHE_DIR of every child (--triton-cache); empty: inherited
   /// Writes the reproducer of a case a process died on into `dir` for the

@@ -15,8 +15,9 @@ rc::Gen<Case> asCases(rc::Gen<T> g) {
 // P3 / P4 compare a fast path with the stock one: a minimal case first
 // shows whether there is a fast path to compare.
 json probeCase(const std::string& kind) {
-  const json mock = {{"helper", "present"},
-                     {"params", json::array({{{"name", "in_ptr"}, {"kind", "spec"}}, {{"name", "out_ptr"}, {"kind", "spec"}}})}};
+  const json mock = {
+      {"helper", "present"},
+      {"params", json::array({{{"name", "in_ptr"}, {"kind", "spec"}}, {{"name", "out_ptr"}, {"kind", "spec"}}})}};
   if (kind == "launch") return {{"mock", mock}, {"arg_sets", json::array()}, {"launches", json::array()}};
   return {{"mock", mock}, {"spec_args", json::array()}, {"dns_args", json::array()}, {"const_args", json::array()}};
 }

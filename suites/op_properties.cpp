@@ -173,8 +173,9 @@ json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEn
     // The same case with FlagGems off lost the device first: a sample that is
     // invalid on this device (or a stock fault), not a finding of the op.
     state.lost = state.stockLost = true;
-    s.deviceLost = "the stock path (the control: FlagGems off) lost the device context during " + key + ", before the op ran (" +
-                   result.at("evidence").at("stock_lost").get<std::string>().substr(0, 200) + ")";
+    s.deviceLost = "the stock path (the control: FlagGems off) lost the device context during " + key +
+                   ", before the op ran (" + result.at("evidence").at("stock_lost").get<std::string>().substr(0, 200) +
+                   ")";
     stats.add(result, false);
     return {{"discard", s.deviceLost}};
   }
@@ -184,7 +185,8 @@ json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEn
     state.lost = true;
   }
   if (state.lost) {
-    s.deviceLost = "the device context was lost during " + key + " (" + verdictOf(result, "P5").at("reason").get<std::string>() + ")";
+    s.deviceLost = "the device context was lost during " + key + " (" +
+                   verdictOf(result, "P5").at("reason").get<std::string>() + ")";
     result.erase("tag");
   }
   if (!fresh) state.memo.emplace(caseKey, result);
@@ -210,11 +212,13 @@ struct HitTotals {
     const json ks = result.value("evidence", json::object()).value("kernels", json::array());
     for (const auto& c : ks) {
       const std::string name = c.value("name", "");
-      auto it = std::find_if(kernels.begin(), kernels.end(), [&](const json& k) { return k.value("name", "") == name; });
+      auto it =
+          std::find_if(kernels.begin(), kernels.end(), [&](const json& k) { return k.value("name", "") == name; });
       if (it == kernels.end())
-        it = kernels.insert(std::lower_bound(kernels.begin(), kernels.end(), name,
-                                             [](const json& k, const std::string& n) { return k.value("name", "") < n; }),
-                            json{{"name", name}});
+        it = kernels.insert(
+            std::lower_bound(kernels.begin(), kernels.end(), name,
+                             [](const json& k, const std::string& n) { return k.value("name", "") < n; }),
+            json{{"name", name}});
       for (const char* f : {"run", "run_stock", "key", "key_stock"}) (*it)[f] = it->value(f, 0) + c.value(f, 0);
     }
   }
@@ -305,7 +309,9 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   TargetSession* sp = &s;
   const OpEntry* e = &entry;
   run.judge = [sp, state, stats, e, key](const Case& c) { return judgeOpCase(*sp, *state, *stats, *e, key, c); };
-  run.judgeAgain = [sp, state, stats, e, key](const Case& c) { return judgeOpCase(*sp, *state, *stats, *e, key, c, true); };
+  run.judgeAgain = [sp, state, stats, e, key](const Case& c) {
+    return judgeOpCase(*sp, *state, *stats, *e, key, c, true);
+  };
   run.distinct = 3;  // up to three distinct failures per op and dtype
   // A derived entry samples ranks 0..4 for ops that may take only one (pdist:
   // 2-D, pixel_shuffle: 3-D and up): a 1-in-5 acceptance needs more tries.
@@ -322,7 +328,8 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
 }
 
 // A run that is not made: the op is excluded, and the reason says why.
-PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std::string& dtype, const std::string& why) {
+PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std::string& dtype,
+                        const std::string& why) {
   PropertyRun run;
   run.id = def.id;
   run.title = def.title;
@@ -336,7 +343,8 @@ PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std
 
 }  // namespace
 
-std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs, const Selection& sel) {
+std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,
+                                     const Selection& sel) {
   std::vector<PlannedOpRun> out;
   for (const auto& name : targetOpNames(t)) {
     const OpEntry* found = findOp(name);
@@ -385,16 +393,15 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
     const OpEntry& entry = *plan[i].entry;
     const std::string dtype = plan[i].dtype;
     const auto palette = std::make_shared<const std::vector<rc::Random>>(paletteRandoms(entry, dtype, lim));
-    const rc::Gen<Case> cases = rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) {
-      return Case{toJson(c)};
-    });
+    const rc::Gen<Case> cases =
+        rc::gen::map(opCases(entry, dtype, lim, palette), [](const OpCase& c) { return Case{toJson(c)}; });
     auto state = std::make_shared<OpRunState>();
     for (; i < plan.size() && plan[i].entry == &entry && plan[i].dtype == dtype; ++i) {
       const PropertyDef* d = plan[i].def;
-      runs.push_back(d->checkKind == "op" ? opRun(session, *d, entry, dtype, cases, state)
-                                          : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
-                                          : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
-                                                                     : checkedRun(session, *d, entry, dtype, cases));
+      runs.push_back(d->checkKind == "op"       ? opRun(session, *d, entry, dtype, cases, state)
+                     : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
+                     : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
+                                                : checkedRun(session, *d, entry, dtype, cases));
     }
     if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
   }

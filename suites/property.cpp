@@ -167,16 +167,16 @@ void record(PropertyOutcome& out, const rc::detail::TestResult& result, const La
     const auto& g = result.template get<rc::detail::GaveUpResult>();
     out.casesRun = g.numSuccess;
     out.status = "skip";
-    out.reason = "health: gave up after " + std::to_string(g.numSuccess) + " cases, " +
-                 std::to_string(discards.count) + " samples discarded (" +
-                 (discards.first.empty() ? g.description : discards.first) + ")";
+    out.reason = "health: gave up after " + std::to_string(g.numSuccess) + " cases, " + std::to_string(discards.count) +
+                 " samples discarded (" + (discards.first.empty() ? g.description : discards.first) + ")";
   } else if (result.template is<rc::detail::Error>()) {
     out.status = "error";
     out.reason = result.template get<rc::detail::Error>().description;
     if (out.reason.find("Reproduced result is not a failure") != std::string::npos) {
       out.status = "pass";  // a replay of a counterexample that no longer fails: fixed
-      out.reason = "replayed: the counterexample no longer fails (on this target; a string replays the case of "
-                   "the run it came from, so give that run's --manifest)";
+      out.reason =
+          "replayed: the counterexample no longer fails (on this target; a string replays the case of "
+          "the run it came from, so give that run's --manifest)";
     }
   }
 }
@@ -229,14 +229,15 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (run.fallback) {
     const bool replayed = !opts.reproduce.empty() && replay.count(out.key() + "|" + run.fallback->name);
     if ((replayed || (opts.reproduce.empty() && run.fallback->first && run.fallback->first())) &&
-        !useFallback(replayed                                ? ""
+        !useFallback(replayed                              ? ""
                      : !run.fallback->firstBecause.empty() ? run.fallback->firstBecause
                                                            : " (as in the other runs of these cases)") &&
         replayed)
       return outcomeFor(run, "error", "cannot replay: the string draws from " + run.fallback->describes + fallbackNote);
     if (!run.fallback->retriedAfter.empty() && md.id == out.key()) {  // the schema's samples would crash it again
-      out = outcomeFor(run, "skip", "health: CPU ATen (the reference) ended the process (" + run.fallback->retriedAfter +
-                                        ") on a generated case; the op was not judged" + fallbackNote);
+      out = outcomeFor(run, "skip",
+                       "health: CPU ATen (the reference) ended the process (" + run.fallback->retriedAfter +
+                           ") on a generated case; the op was not judged" + fallbackNote);
       out.observations["crash_in"] = "reference";
       out.observations["retried_after"] = run.fallback->retriedAfter;
       return out;
@@ -312,8 +313,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       failure = {c.value, f->evidence, f->why};
     } else {
       const json& result = std::get<json>(judged);
-      const json v = result.contains("discard") || result.contains("inactive") ? json{{"pass", true}}
-                                                                                : verdictOf(result, run.id);
+      const json v =
+          result.contains("discard") || result.contains("inactive") ? json{{"pass", true}} : verdictOf(result, run.id);
       if (!v.at("pass").get<bool>())
         failure = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(),
                    v.value("kinds", json::array())};
@@ -322,7 +323,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   };
   auto takeEvidence = [&](const LastFailure& failure) {
     if (failure.evidence.is_object())
-      for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it) out.observations[it.key()] = it.value();
+      for (auto it = failure.evidence.begin(); it != failure.evidence.end(); ++it)
+        out.observations[it.key()] = it.value();
     if (!failure.kinds.empty()) out.observations["kinds"] = failure.kinds;
   };
   auto finishEarly = [&]() {
@@ -390,7 +392,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     out.observations["fresh"] = {{"failed", !failure.why.empty()}};
     if (!failure.why.empty()) {
       out.status = failure.why.rfind("harness error:", 0) == 0 ? "error" : "fail";
-      out.reason = failure.why + " (it failed again when judged first in a fresh process, as it did first in its own: " +
+      out.reason = failure.why +
+                   " (it failed again when judged first in a fresh process, as it did first in its own: " +
                    "it recurs in every fresh process; " + std::to_string(failed + 1) + " of the " +
                    std::to_string(of + 1) + " judgings failed)";
       takeEvidence(failure);
@@ -438,7 +441,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
                     {"stored_in", ex.value("stored_in", std::string())},
                     {"reason", ex.value("reason", std::string())}};
       // A case of another op or dtype (an edited file) is no case of this run.
-      if (!run.op.empty() && (c.value.value("op", json()) != json(run.op) || c.value.value("dtype", json()) != json(run.dtype))) {
+      if (!run.op.empty() &&
+          (c.value.value("op", json()) != json(run.op) || c.value.value("dtype", json()) != json(run.dtype))) {
         brief["why"] = "its case is not one of " + out.key();
         dropped.push_back(brief);
         continue;
@@ -469,15 +473,17 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       out.casesRun = replayed;
       out.counterexample = c.value;
       if (failure->evidence.is_object())
-        for (auto it = failure->evidence.begin(); it != failure->evidence.end(); ++it) out.observations[it.key()] = it.value();
+        for (auto it = failure->evidence.begin(); it != failure->evidence.end(); ++it)
+          out.observations[it.key()] = it.value();
       if (!failure->kinds.empty()) out.observations["kinds"] = failure->kinds;
       if (!sampler.empty()) out.observations["sampler"] = sampler;
-      out.observations["db"] = {{"replayed", replayed}, {"still_failing", brief}, {"fixed", fixed}, {"dropped", dropped}};
+      out.observations["db"] = {
+          {"replayed", replayed}, {"still_failing", brief}, {"fixed", fixed}, {"dropped", dropped}};
       if (failedOf3 > 0) {  // it passed first, then failed: kept, and flaky
         out.status = "flaky";
         out.observations["replays"] = {{"failed", failedOf3}, {"of", 3}};
-        out.reason = "flaky: the stored example failed " + std::to_string(failedOf3) + " of the 3 times it was judged (" +
-                     out.reason + ")";
+        out.reason = "flaky: the stored example failed " + std::to_string(failedOf3) +
+                     " of the 3 times it was judged (" + out.reason + ")";
       } else {
         confirm(out, c, sampler);
       }
@@ -496,7 +502,9 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   // run stops judging and ends as "not run in DTYPE" (ATen has no kernel).
   int held = 0, dtypeRejected = 0;
   constexpr int kDtypeRejections = 3;
-  auto dtypeRefused = [&]() { return held == 0 && dtypeRejected >= kDtypeRejections && dtypeRejected == discards.count; };
+  auto dtypeRefused = [&]() {
+    return held == 0 && dtypeRejected >= kDtypeRejections && dtypeRejected == discards.count;
+  };
   auto body = [&]() {
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
@@ -532,17 +540,17 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
   const uint64_t seed = params.seed;
   auto refused = [&]() {  // not a health skip: no sample of another source would help
-    PropertyOutcome o = outcomeFor(run, "skip", "not run in " + run.dtype + ": CPU ATen takes no " + run.dtype +
-                                                    " for it (it rejected the first " + std::to_string(dtypeRejected) +
-                                                    " samples for their dtype: " + discards.first.substr(0, 200) + ")" +
-                                                    fallbackNote);
+    PropertyOutcome o =
+        outcomeFor(run, "skip",
+                   "not run in " + run.dtype + ": CPU ATen takes no " + run.dtype + " for it (it rejected the first " +
+                       std::to_string(dtypeRejected) + " samples for their dtype: " + discards.first.substr(0, 200) +
+                       ")" + fallbackNote);
     o.observations["discarded"] = discards.count;
     o.observations["dtype_refused"] = true;
     return o;
   };
   if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
-  if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() &&
-      md.id == out.key()) {
+  if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() && md.id == out.key()) {
     PropertyOutcome gaveUp = outcomeFor(run, "", "");
     record(gaveUp, result, last, discards, md.id);
     if (useFallback(" (the schema's samples gave up: " + gaveUp.reason.substr(0, 240) + ")")) {
@@ -558,7 +566,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (!db.empty()) out.observations["db"] = db;
   if (out.status == "fail" && !last.caseJson.is_null()) confirm(out, Case{last.caseJson}, samplerNow());
   out.reason += fallbackNote;
-  if (run.fallback && !run.fallback->retriedAfter.empty()) out.observations["retried_after"] = run.fallback->retriedAfter;
+  if (run.fallback && !run.fallback->retriedAfter.empty())
+    out.observations["retried_after"] = run.fallback->retriedAfter;
   out.observations["discarded"] = discards.count;
   // Distinct failures: search again with the kinds found so far counted as passes.
   json distinct = json::array();
@@ -579,8 +588,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   }
   if (!distinct.empty()) {
     out.observations["distinct_failures"] = distinct;
-    out.reason += "; and " + std::to_string(distinct.size()) + " more distinct failure(s), first: " +
-                  distinct[0].at("reason").get<std::string>().substr(0, 200);
+    out.reason += "; and " + std::to_string(distinct.size()) +
+                  " more distinct failure(s), first: " + distinct[0].at("reason").get<std::string>().substr(0, 200);
   }
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (opts.reproduce.empty())

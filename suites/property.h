@@ -24,9 +24,9 @@ void showValue(const Case& c, std::ostream& os);
 
 /// Options for one property run.
 struct RunOptions {
-  int cases = 0;          ///< RapidCheck maxSuccess; 0 = the target's `cases` / `op_cases`
-  uint64_t seed = 0;      ///< RapidCheck seed; 0 = a fresh random seed
-  int maxSize = 100;      ///< RapidCheck maxSize
+  int cases = 0;      ///< RapidCheck maxSuccess; 0 = the target's `cases` / `op_cases`
+  uint64_t seed = 0;  ///< RapidCheck seed; 0 = a fresh random seed
+  int maxSize = 100;  ///< RapidCheck maxSize
   /// Called after each judged case with the number judged so far (a
   /// progress line); may be empty.
   std::function<void(int)> progress;
@@ -55,9 +55,9 @@ struct RunOptions {
 struct PropertyOutcome {
   std::string property;  ///< P1..P6
   std::string title;
-  std::string op;        ///< P5 / P6: the catalog op
-  std::string dtype;     ///< P5 / P6: the dtype
-  std::string status;    ///< pass | fail | flaky | skip | error
+  std::string op;      ///< P5 / P6: the catalog op
+  std::string dtype;   ///< P5 / P6: the dtype
+  std::string status;  ///< pass | fail | flaky | skip | error
   std::string reason;
   int casesRun = 0;
   json counterexample;              ///< shrunk case (JSON) or null

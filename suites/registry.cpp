@@ -18,7 +18,8 @@ const std::vector<PropertyDef>& properties() {
       {"P4", "key equivalence", "key", S::Installer,
        "the fast key, descriptor helper and memos answer as the stock ones do"},
       {"P5", "numerics", "op", S::Op,
-       "the device result matches the reference within tolerance (the same call with FlagGems off where the target has a control, else CPU ATen); patched equals unpatched bitwise"},
+       "the device result matches the reference within tolerance (the same call with FlagGems off where the target has "
+       "a control, else CPU ATen); patched equals unpatched bitwise"},
       {"P6", "aliasing and metadata", "op", S::Op,
        "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
       {"P7", "stream semantics", "streams", S::Op,
@@ -75,8 +76,7 @@ std::string neverRun(const Target& t, const std::string& key, const std::vector<
   const auto& defaults = e->defaultDtypes.empty() ? e->dtypes : e->defaultDtypes;
   const bool runs = t.dtypes.empty() ? std::find(defaults.begin(), defaults.end(), dtype) != defaults.end()
                                      : in(t.dtypes, dtype) && opIn(op, dtype, t.ops.kind == "aten");
-  if (!runs)
-    return "names " + op + " in " + dtype + ", which this target does not run";
+  if (!runs) return "names " + op + " in " + dtype + ", which this target does not run";
   return "";
 }
 
@@ -130,8 +130,10 @@ std::vector<std::string> plannedKeys(const Target& t, const Selection& sel) {
   std::vector<const PropertyDef*> opDefs;
   for (const auto& d : properties()) {
     if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) continue;
-    if (d.scope == PropertyDef::Scope::Op) opDefs.push_back(&d);
-    else if (sel.takes(d.id)) keys.push_back(d.id);
+    if (d.scope == PropertyDef::Scope::Op)
+      opDefs.push_back(&d);
+    else if (sel.takes(d.id))
+      keys.push_back(d.id);
   }
   if (!opDefs.empty())
     for (const auto& r : planOpRuns(t, opDefs, sel)) keys.push_back(r.key());

@@ -21,7 +21,7 @@ struct PropertyDef {
   /// Installer properties run once per target and need an installer; op
   /// properties run once per catalog op and dtype.
   enum class Scope { Installer, Op } scope;
-  std::string holds;  ///< when it holds, one line (for --help and docs)
+  std::string holds;      ///< when it holds, one line (for --help and docs)
   bool byDefault = true;  ///< run when a manifest lists no properties (of its scope)
   /// Cases per run when --cases does not say: 0 = the target's `cases` /
   /// `op_cases`; a costly property runs fewer (P7's device witnesses wait on
@@ -83,7 +83,8 @@ struct PlannedOpRun {
 
 /// The op property runs of `defs` for every op and dtype of `t` that `sel`
 /// takes, in run order (the runs of one op and dtype next to each other).
-std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs, const Selection& sel);
+std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,
+                                     const Selection& sel);
 
 /// The run keys planRuns gives `t` under `sel`, in order ("P1", ...,
 /// "P5/OP/DTYPE"), computed from the manifest and the catalog alone (no

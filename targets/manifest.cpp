@@ -59,7 +59,8 @@ class Section {
 
   bool has(const std::string& key) const { return obj_.contains(key); }
   [[noreturn]] void fail(const std::string& why, const std::string& key) const {
-    throw ManifestError(origin_ + ": " + (key.empty() && prefix_.empty() ? "" : "field '" + prefix_ + key + "' ") + why);
+    throw ManifestError(origin_ + ": " + (key.empty() && prefix_.empty() ? "" : "field '" + prefix_ + key + "' ") +
+                        why);
   }
   /// Rejects `key` with `why` when it is present.
   void forbid(const std::string& key, const std::string& why) const {
@@ -96,9 +97,10 @@ class Section {
     if (!has(key)) return dflt;
     const json& v = obj_.at(key);
     // nlohmann stores a non-negative literal as unsigned: both bounds apply to it too.
-    const bool ok = v.is_number_integer() &&
-                    (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && (lo <= 0 || v.get<uint64_t>() >= uint64_t(lo))
-                                            : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
+    const bool ok =
+        v.is_number_integer() &&
+        (v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(hi) && (lo <= 0 || v.get<uint64_t>() >= uint64_t(lo))
+                                : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
     if (!ok) fail("must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi), key);
     return v.get<int64_t>();
   }
@@ -130,8 +132,8 @@ class Section {
     const std::string abs = resolve(base, p);
     std::error_code ec;
     if (!(folder ? fs::is_directory(abs, ec) : fs::is_regular_file(abs, ec)))
-      fail("'" + p + "' is not an existing " + std::string(folder ? "folder" : "regular file") + " (resolved to " + abs +
-               ")",
+      fail("'" + p + "' is not an existing " + std::string(folder ? "folder" : "regular file") + " (resolved to " +
+               abs + ")",
            key);
     return abs;
   }
@@ -151,7 +153,8 @@ InstallerSpec readInstaller(const Section& top, const std::string& origin, const
   s.mode = in.oneOf("mode", "source", {"source", "installed"});
   s.module = in.str("module", s.module);
   s.function = in.str("function", s.function);
-  if (s.module.find('.') == std::string::npos) in.fail("must name a module inside a package (e.g. torch_fl.flagos)", "module");
+  if (s.module.find('.') == std::string::npos)
+    in.fail("must name a module inside a package (e.g. torch_fl.flagos)", "module");
   s.components = in.strings("components");
   if (s.mode == "source") {
     s.path = in.path("path", base, false);
@@ -250,8 +253,8 @@ void readOpSelection(const Section& top, Target& t) {
     t.catalogOps = top.strings("catalog", true);
     for (const auto& n : t.catalogOps)
       if (!findOp(n))
-        top.fail("names op '" + n + "', which flagprop cannot run: " + whyExcluded(n) + " (hand-written entries: " +
-                     catalogNames() + ")",
+        top.fail("names op '" + n + "', which flagprop cannot run: " + whyExcluded(n) +
+                     " (hand-written entries: " + catalogNames() + ")",
                  "catalog");
   }
   t.dtypes = top.strings("dtypes", true);
@@ -307,14 +310,19 @@ json withPin(const json& j, const Section& top, const std::string& baseDir, Targ
 }  // namespace
 
 json Pin::toJson() const {
-  return {{"path", path},       {"name", name},       {"description", description},
-          {"torch", torch},     {"triton", triton},   {"torch_fl_commit", torchFlCommit},
+  return {{"path", path},
+          {"name", name},
+          {"description", description},
+          {"torch", torch},
+          {"triton", triton},
+          {"torch_fl_commit", torchFlCommit},
           {"flag_gems_commit", flagGemsCommit}};
 }
 
 json loadPin(const std::string& path, Pin& pin) {
   const json j = readManifestJson(path);
-  const Section p(j, path, "", {"schema", "name", "description", "torch", "triton", "torch_fl", "flag_gems", "routing"});
+  const Section p(j, path, "",
+                  {"schema", "name", "description", "torch", "triton", "torch_fl", "flag_gems", "routing"});
   const std::string schema = p.required("schema");
   if (schema != "flagprop.pin/1") p.fail("is '" + schema + "', expected 'flagprop.pin/1'", "schema");
   const std::string base = fs::path(path).parent_path().string();
@@ -337,8 +345,9 @@ json loadPin(const std::string& path, Pin& pin) {
   return {{"installer", {{"path", tfl.path("installer", base, false)}, {"sha256", installerSha}}},
           // The tree is checked where a target uses it (flag_gems kind source), not for mocks.
           {"flag_gems", {{"path", resolve(base, fg.required("src"))}, {"libentry_sha256", libentrySha}}},
-          {"gates", {{"accelerator", routing.required("accelerator")},
-                     {"routes_to_flaggems", routing.boolean("routes_to_flaggems", true)}}}};
+          {"gates",
+           {{"accelerator", routing.required("accelerator")},
+            {"routes_to_flaggems", routing.boolean("routes_to_flaggems", true)}}}};
 }
 
 std::string checkRunKeySyntax(const std::string& key) {
@@ -431,10 +440,11 @@ json Target::toJson() const {
 Target parseTarget(const json& manifest, const std::string& origin, const std::string& baseDir) {
   if (manifest.is_object() && manifest.value("schema", json()) == "flagprop.matrix/1")
     throw ManifestError(origin + ": is a matrix (flagprop.matrix/1); a matrix may list only target manifests");
-  const std::vector<std::string> known = {"schema", "name", "description", "device", "installer", "flag_gems", "gates",
-                                          "gate_builds", "properties", "cases", "expect", "reports_once", "labels", "ops",
-                                          "catalog", "dtypes", "op_cases", "max_elements", "specials", "layout_palette",
-                                          "palette_seed", "pin"};
+  const std::vector<std::string> known = {
+      "schema",      "name",       "description", "device",       "installer",    "flag_gems",      "gates",
+      "gate_builds", "properties", "cases",       "expect",       "reports_once", "labels",         "ops",
+      "catalog",     "dtypes",     "op_cases",    "max_elements", "specials",     "layout_palette", "palette_seed",
+      "pin"};
   Target t;
   const json j = [&] {
     const Section first(manifest, origin, "", known);
@@ -452,7 +462,8 @@ Target parseTarget(const json& manifest, const std::string& origin, const std::s
   t.description = top.str("description", "");
   t.device = top.str("device", "cpu");
   static const std::regex device("cpu|(cuda|flagos)(:[0-9]+)?");
-  if (!std::regex_match(t.device, device)) top.fail("must be cpu, cuda:N or flagos:N, not '" + t.device + "'", "device");
+  if (!std::regex_match(t.device, device))
+    top.fail("must be cpu, cuda:N or flagos:N, not '" + t.device + "'", "device");
   t.installer = readInstaller(top, origin, baseDir);
   t.flagGems = readFlagGems(top, origin, baseDir);
   t.ops = readOps(top, origin, baseDir);
@@ -480,7 +491,8 @@ json readManifestJson(const std::string& path) {
     throw ManifestError(e.what());
   }
   bool tooDeep = false;
-  std::vector<std::set<std::string>> keys;  // per open object: the keys seen (a duplicate is an error, not "the last wins")
+  std::vector<std::set<std::string>>
+      keys;  // per open object: the keys seen (a duplicate is an error, not "the last wins")
   std::string duplicate;
   json j;
   try {
@@ -494,7 +506,8 @@ json readManifestJson(const std::string& path) {
       return !tooDeep;
     });
   } catch (const json::out_of_range& e) {  // a number beyond a double (1e400)
-    throw ManifestError(path + ": not valid JSON (a number out of range: " + std::string(e.what()).substr(0, 200) + ")");
+    throw ManifestError(path + ": not valid JSON (a number out of range: " + std::string(e.what()).substr(0, 200) +
+                        ")");
   } catch (const json::parse_error& e) {
     const std::string msg = e.what();
     const auto pos = msg.find("parse error");
@@ -533,7 +546,8 @@ std::vector<std::string> expandManifest(const std::string& path) {
   const std::string abs = absoluteManifestPath(path);
   const json j = readManifestJson(abs);
   if (!j.is_object()) throw ManifestError(abs + ": a manifest must be a JSON object");
-  const std::string schema = j.contains("schema") && j.at("schema").is_string() ? j.at("schema").get<std::string>() : "";
+  const std::string schema =
+      j.contains("schema") && j.at("schema").is_string() ? j.at("schema").get<std::string>() : "";
   if (schema == "flagprop.target/1") return {abs};
   if (schema != "flagprop.matrix/1")
     throw ManifestError(abs + ": field 'schema' is '" + schema +

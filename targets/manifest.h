@@ -28,12 +28,12 @@ constexpr int kManifestMaxDepth = 16;
 
 /// Which installer a target runs (none: P5 / P6 only).
 struct InstallerSpec {
-  std::string mode = "none";            ///< source | installed | none
+  std::string mode = "none";  ///< source | installed | none
   std::string module = "torch_fl.flagos";
   std::string function = "_patch_flaggems_pointwise_dispatch";
-  std::string path;                     ///< source mode: the file to load (absolute)
-  std::string sha256;                   ///< expected; empty = not pinned
-  std::vector<std::string> pythonPath;  ///< installed mode: folders put first on sys.path
+  std::string path;                                   ///< source mode: the file to load (absolute)
+  std::string sha256;                                 ///< expected; empty = not pinned
+  std::vector<std::string> pythonPath;                ///< installed mode: folders put first on sys.path
   nlohmann::json globals = nlohmann::json::object();  ///< source mode: module globals set before the body runs
   /// The components this installer version has, when the manifest declares
   /// them (checked against what flagprop reads from the source); empty = read
@@ -43,10 +43,10 @@ struct InstallerSpec {
 
 /// Which FlagGems a target runs against.
 struct FlagGemsSpec {
-  std::string kind = "mock";  ///< mock | source | installed
-  std::string path;           ///< source: the checkout's src/ folder (absolute)
-  std::string libentrySha256; ///< expected SHA256 of flag_gems/utils/libentry.py; empty = not pinned
-  bool supplyHelper = false;  ///< inject flagprop's own _descriptor_cache_key into a real FlagGems
+  std::string kind = "mock";   ///< mock | source | installed
+  std::string path;            ///< source: the checkout's src/ folder (absolute)
+  std::string libentrySha256;  ///< expected SHA256 of flag_gems/utils/libentry.py; empty = not pinned
+  bool supplyHelper = false;   ///< inject flagprop's own _descriptor_cache_key into a real FlagGems
   /// kind mock: mock spec fields every case uses (e.g. {"helper": "present"});
   /// the generator draws the others (mocks/flagprop_mocks/spec.py).
   nlohmann::json mock = nlohmann::json::object();
@@ -58,7 +58,7 @@ struct OpsSpec {
   std::string path;           ///< module: the file (absolute)
   std::string sha256;         ///< module: expected SHA256; empty = not pinned
   nlohmann::json globals = nlohmann::json::object();  ///< module: globals set before its body runs
-  std::string enable;         ///< aten: "flag_gems" registers FlagGems' kernels for the catalog ops
+  std::string enable;  ///< aten: "flag_gems" registers FlagGems' kernels for the catalog ops
   /// The control P5 / P6 judge the op under test against where it has one
   /// (the same call through the device's stock path): "stock" (kind aten
   /// with enable flag_gems, the default there: the same ATen overload with
@@ -73,11 +73,11 @@ struct OpsSpec {
 /// names a pin (`"pin": "…"`) takes its installer file, FlagGems source tree,
 /// their hashes and the routing gates from it.
 struct Pin {
-  std::string path;         ///< absolute path of the pin file
+  std::string path;  ///< absolute path of the pin file
   std::string name;
   std::string description;
-  std::string torch;        ///< expected torch version (prefix); "" = not pinned
-  std::string triton;       ///< expected Triton / FlagTree version (prefix); "" = not pinned
+  std::string torch;                          ///< expected torch version (prefix); "" = not pinned
+  std::string triton;                         ///< expected Triton / FlagTree version (prefix); "" = not pinned
   std::string torchFlCommit, flagGemsCommit;  ///< provenance, free text
   nlohmann::json toJson() const;
 };
@@ -91,12 +91,12 @@ struct Target {
   std::string device = "cpu";  ///< torch device string: cpu, cuda:N, flagos:N
   InstallerSpec installer;
   FlagGemsSpec flagGems;
-  std::optional<Gates> gates;  ///< fixed gates; nullopt = generated per case
+  std::optional<Gates> gates;                             ///< fixed gates; nullopt = generated per case
   std::vector<std::string> gateBuilds = {"dcu", "cuda"};  ///< builds the installer is scoped to
-  std::vector<std::string> properties;  ///< property ids to run; empty = every one that applies
-  int cases = 100;                      ///< generated cases per installer property
-  nlohmann::json expect = nlohmann::json::object();  ///< run key -> expected status (fixtures)
-  std::vector<std::string> labels;      ///< e.g. cpu, cuda, dcu, fixture
+  std::vector<std::string> properties;                    ///< property ids to run; empty = every one that applies
+  int cases = 100;                                        ///< generated cases per installer property
+  nlohmann::json expect = nlohmann::json::object();       ///< run key -> expected status (fixtures)
+  std::vector<std::string> labels;                        ///< e.g. cpu, cuda, dcu, fixture
   bool reportsOnce = false;             ///< the installer documents reporting a skip once per process (P2)
   OpsSpec ops;                          ///< the op under test (P5, P6)
   std::vector<std::string> catalogOps;  ///< catalog ops to run (P5, P6); empty = all hand-written entries

@@ -61,7 +61,8 @@ TEST(NativeRuntime, WitnessSaysWhatItSeesAndNeverThrows) {
   EXPECT_EQ(cuda.runtime, "cuda");
   for (const auto& w : {hip, cuda})
     EXPECT_TRUE(w.status == "ok" || w.status == "no device" || w.status == "no runtime") << w.toJson().dump();
-  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5") && hip.library != "(built without HIP's headers)")
+  if (std::filesystem::exists("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5") &&
+      hip.library != "(built without HIP's headers)")
     EXPECT_NE(hip.status, "no runtime") << "Debian's HIP runtime is installed: it loads, and sees no device here";
   if (hip.status != "ok" && cuda.status != "ok") {
     int local = 0;

@@ -29,9 +29,9 @@ namespace {
 int sh(const std::string& cmd, std::string* out = nullptr) {
   // One log per call and process: ctest runs these tests in parallel.
   static int n = 0;
-  const std::string log =
-      (fs::temp_directory_path() / ("flagprop-test-cli-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
-          .string();
+  const std::string log = (fs::temp_directory_path() /
+                           ("flagprop-test-cli-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
+                              .string();
   int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
   std::stringstream ss;
   {
@@ -58,7 +58,8 @@ std::vector<std::string> processesWhoseCommandHas(const std::string& a, const st
     std::ifstream in(e.path() / "cmdline");
     std::string command((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::replace(command.begin(), command.end(), '\0', ' ');
-    if (command.find(a) != std::string::npos && command.find(b) != std::string::npos) out.push_back(pid + " " + command);
+    if (command.find(a) != std::string::npos && command.find(b) != std::string::npos)
+      out.push_back(pid + " " + command);
   }
   return out;
 }
@@ -123,7 +124,8 @@ TEST(Cli, DefaultRunReportsR5SilentSkipAndWritesAReproducer) {
       if (r.at("status") == "fail") {
         std::string o;
         EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + r.at("reproducer").get<std::string>(), &o), 1)
-            << t.at("name") << " " << r.at("property") << "\n" << o;
+            << t.at("name") << " " << r.at("property") << "\n"
+            << o;
       }
   flagprop::removeTree(dir.string());
 }
@@ -146,7 +148,8 @@ TEST(Cli, AnUnexpectedFailureGetsABlockWithRelativePaths) {
       << out;
   EXPECT_NE(out.find("FAIL P1 install status (unexpected)"), std::string::npos) << out;
   EXPECT_NE(out.find("counterexample (shrunk): "), std::string::npos) << out;
-  EXPECT_NE(out.find("    reproducer: " + std::string(FLAGPROP_PYTHON_EXE) + " r/reproducers/repro_"), std::string::npos)
+  EXPECT_NE(out.find("    reproducer: " + std::string(FLAGPROP_PYTHON_EXE) + " r/reproducers/repro_"),
+            std::string::npos)
       << out;
   EXPECT_NE(out.find("    replay: "), std::string::npos) << out;
   EXPECT_NE(out.find(" --manifest m.json --property P1 "), std::string::npos) << out;
@@ -160,13 +163,49 @@ TEST(Cli, AnUnexpectedFailureGetsABlockWithRelativePaths) {
   flagprop::removeTree(dir.string());
 }
 
+// `cmake --install` gives a copy that runs from any folder on its own files
+// (PREFIX/share/flagprop: its paths are the reproducer's {ROOT}), not on the
+// source tree's; its reproducer runs from there too.
+TEST(Cli, TheInstalledCopyRunsOnItsOwnFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-install-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  fs::create_directories(dir);
+  const fs::path prefix = dir / "prefix", share = prefix / "share" / "flagprop";
+  std::string out;
+  ASSERT_EQ(sh("cmake --install " + std::string(FLAGPROP_BUILD_DIR) + " --prefix " + prefix.string(), &out), 0) << out;
+  ASSERT_TRUE(fs::exists(prefix / "bin" / "flagprop")) << out;
+  ASSERT_TRUE(fs::exists(share / "python" / "flagprop" / "checks.py")) << out;
+  EXPECT_EQ(sh("cd " + dir.string() + " && env -u FLAGPROP_HOME " + (prefix / "bin" / "flagprop").string() +
+                   " run --seed 3 --property P1 --no-db --manifest " +
+                   (share / "fixtures" / "targets" / "r5-silent-skip.json").string() + " --report-dir r",
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "r" / "report.json").string());
+  const json* p1 = result(report, "fixture-r5-silent-skip", "P1");
+  ASSERT_NE(p1, nullptr) << out;
+  EXPECT_EQ(p1->at("observations").value("install", ""), "silent-skip");
+  const std::string repro = flagprop::readFile(p1->at("reproducer").get<std::string>());
+  EXPECT_NE(repro.find("\"{ROOT}/fixtures/installers/example_installer.py\""), std::string::npos)
+      << "the installed copy's files are its root";
+  std::string rout;
+  EXPECT_EQ(
+      sh("FLAGPROP_ROOT=" + share.string() + " " + FLAGPROP_PYTHON_EXE + " " + p1->at("reproducer").get<std::string>(),
+         &rout),
+      1)
+      << rout;
+  EXPECT_NE(rout.find("REPRODUCED: silent-skip"), std::string::npos) << rout;
+  flagprop::removeTree(dir.string());
+}
+
 TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-crash-run-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
   std::string out;
-  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --cases 20 --seed 3 --property P1 --manifest " +
-                        std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/matrix_with_bad.json --report-dir " + dir.string(),
-                    &out);
+  const int rc =
+      sh(std::string(FLAGPROP_BINARY) + " run --cases 20 --seed 3 --property P1 --manifest " +
+             std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/matrix_with_bad.json --report-dir " + dir.string(),
+         &out);
   EXPECT_EQ(rc, 1) << out;
   const json report = load((dir / "report.json").string());
   ASSERT_EQ(report.at("targets").size(), 3u) << out;
@@ -181,7 +220,8 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   // Every target has a JUnit file, the bad manifest's and the crashed one's
   // too, and each parses with every result under its own name and status.
   std::string jout;
-  EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " -c \"import glob, sys, xml.etree.ElementTree as E\n"
+  EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) +
+                   " -c \"import glob, sys, xml.etree.ElementTree as E\n"
                    "files = sorted(glob.glob(sys.argv[1] + '/junit/*.xml'))\n"
                    "for f in files:\n"
                    "    s = E.parse(f).getroot().find('testsuite')\n"
@@ -189,14 +229,16 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
                    "        st = {p.get('name'): p.get('value') for p in c.iter('property')}.get('status', '-')\n"
                    "        kids = [k.tag for k in c if k.tag != 'properties']\n"
                    "        print(s.get('name'), c.get('name'), st, ','.join(kids) or 'ok', c.get('file'))\n"
-                   "print(len(files), 'files')\" " + dir.string(),
+                   "print(len(files), 'files')\" " +
+                   dir.string(),
                &jout),
             0)
       << jout;
   EXPECT_NE(jout.find("3 files"), std::string::npos) << jout;
   EXPECT_NE(jout.find("target - error"), std::string::npos) << "the bad manifest: an <error>\n" << jout;
   EXPECT_NE(jout.find("fixture-r5-silent-skip P1 install status fail system-out"), std::string::npos)
-      << "an expected failure passes, with its status\n" << jout;
+      << "an expected failure passes, with its status\n"
+      << jout;
   EXPECT_EQ(jout.find("runner.cpp"), std::string::npos) << jout;
   const json* r5 = result(report, "fixture-r5-silent-skip", "P1");
   ASSERT_NE(r5, nullptr) << out;
@@ -217,7 +259,8 @@ TEST(Cli, ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn) {
                     &out);
   EXPECT_EQ(rc, 0) << out;  // the fixtures expect exactly these failures
   const json report = load((dir / "report.json").string());
-  for (const auto& [target, what] : {std::pair{"fixture-ops-segfault", "signal 11"}, {"fixture-ops-hang", "timed out"}}) {
+  for (const auto& [target, what] :
+       {std::pair{"fixture-ops-segfault", "signal 11"}, {"fixture-ops-hang", "timed out"}}) {
     int found = 0;
     for (const auto& t : report.at("targets"))
       if (t.value("name", "") == target)
@@ -251,10 +294,10 @@ TEST(Cli, ThreadsAndProcessesTheCodeUnderTestLeavesRunningAreReported) {
   flagprop::removeTree(dir.string());
   const std::string targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
   std::string out;
-  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + targets +
-                        "ops-leaves-running.json --manifest " + targets + "ops-schema-modes.json --report-dir " +
-                        dir.string(),
-                    &out);
+  const int rc =
+      sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + targets +
+             "ops-leaves-running.json --manifest " + targets + "ops-schema-modes.json --report-dir " + dir.string(),
+         &out);
   EXPECT_EQ(rc, 0) << out;  // reported, not a failure: the values are right
   const json report = load((dir / "report.json").string());
   bool thread = false, process = false;
@@ -303,7 +346,8 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   EXPECT_EQ(again->at("counterexample"), first->at("counterexample"));
   EXPECT_EQ(again->at("cases_run"), 1) << "a replay runs the counterexample only";
   // A --property that does not select what the string holds is refused, in either order.
-  for (const std::string order : {" --property P1 --reproduce '" + repro + "'", " --reproduce '" + repro + "' --property P1"}) {
+  for (const std::string order :
+       {" --property P1 --reproduce '" + repro + "'", " --reproduce '" + repro + "' --property P1"}) {
     EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run" + order + " --manifest " + manifest, &out), 2) << out;
     EXPECT_NE(out.find("the string replays P4, which the --property / --op / --dtype given do not select"),
               std::string::npos)
@@ -314,7 +358,8 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   fs::copy(std::string(FLAGPROP_SOURCE_DIR) + "/fixtures", dir / "odd" / "it's fix tures", fs::copy_options::recursive);
   const std::string odd = (dir / "odd" / "it's fix tures" / "targets" / "merged-int-key.json").string();
   EXPECT_EQ(sh("cd '" + (dir / "odd").string() + "' && " + std::string(FLAGPROP_BINARY) +
-                   " run --seed 11 --property P4 --report-dir first --manifest \"" + odd + "\"", &out),
+                   " run --seed 11 --property P4 --report-dir first --manifest \"" + odd + "\"",
+               &out),
             0)
       << out;
   const json oddFirstReport = load((dir / "odd" / "first" / "report.json").string());
@@ -338,20 +383,28 @@ TEST(Cli, AnUnverifiedRunMarksEveryResult) {
   flagprop::removeTree(dir.string());
   fs::create_directories(dir);
   const std::string installer = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/installers/example_installer.py";
-  std::ofstream(dir / "pin.json") << json{{"schema", "flagprop.pin/1"}, {"name", "stale"},
+  std::ofstream(dir / "pin.json") << json{{"schema", "flagprop.pin/1"},
+                                          {"name", "stale"},
                                           {"torch_fl", {{"installer", installer}, {"sha256", std::string(64, '0')}}},
                                           {"flag_gems", {{"src", "."}, {"libentry_sha256", std::string(64, '0')}}},
                                           {"routing", {{"accelerator", "dcu"}, {"routes_to_flaggems", true}}}}
                                          .dump();
-  std::ofstream(dir / "target.json") << json{{"schema", "flagprop.target/1"}, {"name", "stale-pin"}, {"pin", "pin.json"},
-                                             {"flag_gems", {{"kind", "mock"}}}, {"properties", {"P1", "P2"}}, {"cases", 5}}
-                                            .dump();
+  std::ofstream(dir / "target.json")
+      << json{{"schema", "flagprop.target/1"},   {"name", "stale-pin"},        {"pin", "pin.json"},
+              {"flag_gems", {{"kind", "mock"}}}, {"properties", {"P1", "P2"}}, {"cases", 5}}
+             .dump();
   std::string out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (dir / "target.json").string() + " --report-dir " +
-                   (dir / "strict").string(), &out), 1) << out;
+                   (dir / "strict").string(),
+               &out),
+            1)
+      << out;
   EXPECT_NE(out.find("installer sha256 mismatch"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --unverified --manifest " + (dir / "target.json").string() +
-                   " --report-dir " + (dir / "loose").string(), &out), 0) << out;
+                   " --report-dir " + (dir / "loose").string(),
+               &out),
+            0)
+      << out;
   EXPECT_NE(out.find("unverified"), std::string::npos) << out;
   const json report = load((dir / "loose" / "report.json").string());
   const auto& t = report.at("targets").at(0);
@@ -362,7 +415,8 @@ TEST(Cli, AnUnverifiedRunMarksEveryResult) {
 }
 
 TEST(Cli, FollowsCommandLineConventions) {
-  const std::string fp = std::string(FLAGPROP_BINARY), targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  const std::string fp = std::string(FLAGPROP_BINARY),
+                    targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
   std::string out;
   EXPECT_EQ(sh(fp + " --version", &out), 0);
   EXPECT_EQ(out.rfind("flagprop ", 0), 0u) << out;
@@ -384,7 +438,9 @@ TEST(Cli, FollowsCommandLineConventions) {
   // A missing manifest file is a usage error: exit 2, said on stderr, no report.
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-conventions-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh("(" + fp + " run --manifest " + targets + "no-such.json --report-dir " + dir.string() + " 2>/dev/null)", &out), 2);
+  EXPECT_EQ(
+      sh("(" + fp + " run --manifest " + targets + "no-such.json --report-dir " + dir.string() + " 2>/dev/null)", &out),
+      2);
   EXPECT_EQ(out.find("no such file"), std::string::npos) << "the message goes to stderr: " << out;
   EXPECT_EQ(sh(fp + " run --manifest=" + targets + "no-such.json", &out), 2);
   EXPECT_NE(out.find("no-such.json: no such file"), std::string::npos) << out;
@@ -401,12 +457,12 @@ TEST(Cli, FollowsCommandLineConventions) {
   EXPECT_NE(out.find("with nothing selected are left out"), std::string::npos) << out;
   EXPECT_EQ(sh(fp + " run --list --property P5/tanh/float16", &out), 0) << out;
   EXPECT_NE(out.find("fixture-well-behaved\t"), std::string::npos) << "a target without dtypes runs each op's own\n"
-                                                                    << out;
+                                                                   << out;
   EXPECT_EQ(sh(fp + " run --target nothing-matches-this", &out), 2) << out;
   // On a terminal (script(1) gives the run one) a progress line is rewritten
   // in place; without one there is none.
-  const std::string run = fp + " run --seed 3 --cases 30 --manifest " + targets + "ops-ulp-rare-layout.json --report-dir " +
-                          dir.string();
+  const std::string run =
+      fp + " run --seed 3 --cases 30 --manifest " + targets + "ops-ulp-rare-layout.json --report-dir " + dir.string();
   EXPECT_EQ(sh("script -qec '" + run + "' /dev/null", &out), 0) << out;
   EXPECT_NE(out.find("\033[K[fixture-ops-ulp-rare-layout] P"), std::string::npos) << out;
   EXPECT_NE(out.find(" cases, "), std::string::npos) << out;
@@ -419,9 +475,10 @@ TEST(Cli, WhatTheCodeUnderTestPrintsIsCapturedAndListed) {
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-capture-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
   std::string out;
-  const int rc = sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + std::string(FLAGPROP_SOURCE_DIR) +
-                        "/fixtures/targets/ops-noisy.json --report-dir " + dir.string(),
-                    &out);
+  const int rc =
+      sh(std::string(FLAGPROP_BINARY) + " run --seed 3 --cases 5 --manifest " + std::string(FLAGPROP_SOURCE_DIR) +
+             "/fixtures/targets/ops-noisy.json --report-dir " + dir.string(),
+         &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out.find("example-ops noise"), std::string::npos) << "not on the console\n" << out;
   EXPECT_NE(out.find("line(s) the code under test printed"), std::string::npos) << out;
@@ -431,7 +488,8 @@ TEST(Cli, WhatTheCodeUnderTestPrintsIsCapturedAndListed) {
   bool warned = false, printed = false;
   for (const auto& d : c.at("distinct")) {
     warned |= d.at("text").get<std::string>().find("UserWarning: example-ops noise") != std::string::npos;
-    printed |= d.at("text").get<std::string>().find("example-ops noise: printed") != std::string::npos && d.at("count") > 1;
+    printed |=
+        d.at("text").get<std::string>().find("example-ops noise: printed") != std::string::npos && d.at("count") > 1;
   }
   EXPECT_TRUE(warned && printed) << c.dump(2);
   EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find("example-ops noise"), std::string::npos);
@@ -473,37 +531,44 @@ TEST(Cli, CapturedOutputOfSeveralProcessesIsCountedTogether) {
 }
 
 TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
-  const std::string fp = std::string(FLAGPROP_BINARY), targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+  const std::string fp = std::string(FLAGPROP_BINARY),
+                    targets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-stop-" + std::to_string(getpid()));
   std::string out;
   // --jobs: the ops are dealt over two processes, the installer properties still run.
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh(fp + " run --jobs 2 --seed 3 --cases 5 --manifest " + targets + "well-behaved.json --report-dir " + dir.string(),
+  EXPECT_EQ(sh(fp + " run --jobs 2 --seed 3 --cases 5 --manifest " + targets + "well-behaved.json --report-dir " +
+                   dir.string(),
                &out),
             0)
       << out;
   json report = load((dir / "report.json").string());
-  for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"}) EXPECT_NE(result(report, "fixture-well-behaved", p), nullptr) << p;
+  for (const char* p : {"P1", "P2", "P3", "P4", "P5", "P6"})
+    EXPECT_NE(result(report, "fixture-well-behaved", p), nullptr) << p;
   EXPECT_EQ(report.at("targets").at(0).value("shards", 0), 2);
   // --devices N is the N-th GPU the run was given (a Slurm allocation), not GPU N of the host.
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 HIP_VISIBLE_DEVICES=6,7 " + fp + " run --jobs 2 --devices 1 --seed 3 --cases 5 "
-               "--property P5 --manifest " + targets + "well-behaved.json --report-dir " + dir.string(), &out),
+  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 HIP_VISIBLE_DEVICES=6,7 " + fp +
+                   " run --jobs 2 --devices 1 --seed 3 --cases 5 "
+                   "--property P5 --manifest " +
+                   targets + "well-behaved.json --report-dir " + dir.string(),
+               &out),
             0)
       << out;
   report = load((dir / "report.json").string());
   EXPECT_EQ(report.at("targets").at(0).at("provenance").value("visible_devices", json()),
             (json{{"CUDA_VISIBLE_DEVICES", "5"}, {"HIP_VISIBLE_DEVICES", "7"}}))
       << report.at("targets").at(0).at("provenance").dump();
-  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 " + fp + " run --devices 2 --manifest " + targets + "well-behaved.json --report-dir " +
-               dir.string(), &out),
+  EXPECT_EQ(sh("CUDA_VISIBLE_DEVICES=4,5 " + fp + " run --devices 2 --manifest " + targets +
+                   "well-behaved.json --report-dir " + dir.string(),
+               &out),
             2)
       << out;
   EXPECT_NE(out.find("not among CUDA_VISIBLE_DEVICES=4,5"), std::string::npos) << out;
   // A case that hangs is stopped by --case-timeout long before the process limit.
   flagprop::removeTree(dir.string());
-  EXPECT_EQ(sh(fp + " run --seed 3 --case-timeout 3 --timeout 600 --manifest " + targets + "ops-hang.json --report-dir " +
-                   dir.string(),
+  EXPECT_EQ(sh(fp + " run --seed 3 --case-timeout 3 --timeout 600 --manifest " + targets +
+                   "ops-hang.json --report-dir " + dir.string(),
                &out),
             0)
       << out;
@@ -571,7 +636,8 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --cases ' 5'", &out), 2) << "a blank before the number";
   EXPECT_NE(out.find("--cases needs a number"), std::string::npos) << out;
   {  // a FIFO and a symbolic link loop are named as such, not as missing files
-    const std::string fifo = (fs::temp_directory_path() / ("flagprop-test-cli-fifo-" + std::to_string(getpid()))).string();
+    const std::string fifo =
+        (fs::temp_directory_path() / ("flagprop-test-cli-fifo-" + std::to_string(getpid()))).string();
     fs::remove(fifo);
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + fifo, &out), 2);
@@ -584,7 +650,10 @@ TEST(Cli, BadUsageExitsTwoWithAMessage) {
   }
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --help", &out), 0);
   EXPECT_NE(out.find("usage:"), std::string::npos) << out;
-  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA", &out), 2);
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) +
+                   " run --reproduce BIAUxMAAAAAAAAAADAAAAAAAAAwAAAAAAAAAAMAAAAAAAAAACAgAFAAAAgAAAAgACAAAAA",
+               &out),
+            2);
   EXPECT_NE(out.find("--reproduce needs the --manifest"), std::string::npos) << out;
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " ops extra", &out), 2);
   EXPECT_NE(out.find("no ATen overload extra"), std::string::npos) << out;
@@ -615,12 +684,19 @@ fs::path callLogTarget(const std::string& name, const json& faults, const json& 
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-" + name + "-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
   fs::create_directories(dir);
-  json manifest = {
-      {"schema", "flagprop.target/1"}, {"name", name}, {"device", "cpu"}, {"labels", {"cpu"}},
-      {"ops", {{"kind", "module"}, {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
-               {"globals", {{"CALL_LOG", (dir / "calls.txt").string()}, {"FAULTS", faults}}}}},
-      {"catalog", catalog}, {"properties", {"P5"}}, {"dtypes", {"float32"}}, {"layout_palette", palette},
-      {"op_cases", cases}};
+  json manifest = {{"schema", "flagprop.target/1"},
+                   {"name", name},
+                   {"device", "cpu"},
+                   {"labels", {"cpu"}},
+                   {"ops",
+                    {{"kind", "module"},
+                     {"path", std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py"},
+                     {"globals", {{"CALL_LOG", (dir / "calls.txt").string()}, {"FAULTS", faults}}}}},
+                   {"catalog", catalog},
+                   {"properties", {"P5"}},
+                   {"dtypes", {"float32"}},
+                   {"layout_palette", palette},
+                   {"op_cases", cases}};
   manifest.update(extra);
   flagprop::writeText((dir / "m.json").string(), manifest.dump());
   return dir;
@@ -641,10 +717,11 @@ int runPrecompile(const fs::path& dir, int workers, std::string* out) {
 // are then mostly calls a worker made already (15 of 16 come from the
 // palette), and the report says what the workers did.
 TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const std::string fp = std::string(FLAGPROP_BINARY);
-  const fs::path dir = callLogTarget("precompile", json::array(), {"tanh", "add.Tensor"}, 4, 10,
-                                     {{"properties", {"P5", "P6"}}});
+  const fs::path dir =
+      callLogTarget("precompile", json::array(), {"tanh", "add.Tensor"}, 4, 10, {{"properties", {"P5", "P6"}}});
   const std::string log = (dir / "calls.txt").string();
   std::string out;
   ASSERT_EQ(runPrecompile(dir, 2, &out), 0) << out;
@@ -655,7 +732,8 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   EXPECT_EQ(pre.value("cases", 0), 8) << pre.dump();  // two ops, a palette of 4 each
   EXPECT_EQ(pre.value("ran", 0), 8) << pre.dump();
   EXPECT_TRUE(pre.at("stopped").empty()) << pre.dump();
-  EXPECT_NE(flagprop::readFile((dir / "r" / "report.md").string()).find("compiled ahead (--precompile): 8 of 8 calls in 2 processes"),
+  EXPECT_NE(flagprop::readFile((dir / "r" / "report.md").string())
+                .find("compiled ahead (--precompile): 8 of 8 calls in 2 processes"),
             std::string::npos);
   // Who launched what, in order: every worker call comes before the run's first.
   std::ifstream in(log);
@@ -676,11 +754,15 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   EXPECT_EQ(workers, (std::set<std::string>{"0", "1"}));
   EXPECT_EQ(precompiled.size(), 8u);
   ASSERT_FALSE(runCalls.empty());
-  const auto ahead = std::count_if(runCalls.begin(), runCalls.end(), [&](const std::string& c) { return precompiled.count(c) > 0; });
-  EXPECT_GE(ahead * 4, static_cast<long>(runCalls.size()) * 3) << ahead << " of " << runCalls.size() << " run calls were precompiled";
+  const auto ahead =
+      std::count_if(runCalls.begin(), runCalls.end(), [&](const std::string& c) { return precompiled.count(c) > 0; });
+  EXPECT_GE(ahead * 4, static_cast<long>(runCalls.size()) * 3)
+      << ahead << " of " << runCalls.size() << " run calls were precompiled";
   // Without --precompile nothing runs ahead and the report has no precompile.
   fs::remove(log);
-  ASSERT_EQ(sh(fp + " run --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " + (dir / "r").string(), &out), 0)
+  ASSERT_EQ(
+      sh(fp + " run --seed 3 --manifest " + (dir / "m.json").string() + " --report-dir " + (dir / "r").string(), &out),
+      0)
       << out;
   EXPECT_FALSE(load((dir / "r" / "report.json").string()).at("targets").at(0).contains("precompile"));
   std::ifstream again(log);
@@ -724,7 +806,8 @@ TEST(Cli, ACaseStuckInItsReferenceIsStoppedEarly) {
   fs::create_directories(dir);
   const std::string fly = (dir / "fly").string(), stage = (dir / "stage").string();
   const auto child = [&](const std::string& where) {
-    return std::vector<std::string>{"/bin/sh", "-c", "echo case > " + fly + "; echo " + where + " > " + stage + "; sleep 30"};
+    return std::vector<std::string>{"/bin/sh", "-c",
+                                    "echo case > " + fly + "; echo " + where + " > " + stage + "; sleep 30"};
   };
   const auto start = std::chrono::steady_clock::now();
   auto r = flagprop::runChild(child("reference"), 60, "", {}, flagprop::CaseWatch{fly, 50, stage, 1});
@@ -767,7 +850,8 @@ TEST(Cli, TargetProcessOutlivesAnInterruptMeantForTheRun) {
 // host would be four compiling processes beside the two runs), and every
 // palette call is still launched ahead.
 TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const fs::path dir = callLogTarget("precompile-jobs", json::array(), {"tanh", "add.Tensor"}, 4, 6);
   std::string out;
   ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --jobs 2 --precompile 2 --seed 3 --manifest " +
@@ -787,7 +871,8 @@ TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
 // itself; a process resumed after that crash starts no workers again, and
 // the report keeps the first process's precompile.
 TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const fs::path dir = callLogTarget("precompile-crash", {"segfault_on_offset"}, {"rsqrt", "silu"}, 6, 20,
                                      {{"expect", {{"P5/rsqrt", "fail"}}}});
   const std::string log = (dir / "calls.txt").string();
@@ -806,7 +891,8 @@ TEST(Cli, PrecompileWorkerCrashIsNoFindingAndRunsOnce) {
     workerCalls += line.rfind("run ", 0) != 0;
     workerSilu += line.rfind("run ", 0) != 0 && line.find(" silu ") != std::string::npos;
   }
-  EXPECT_LE(workerCalls, 12) << "workers ran again in a resumed process";  // 12 palette calls, each launched at most once
+  EXPECT_LE(workerCalls, 12)
+      << "workers ran again in a resumed process";  // 12 palette calls, each launched at most once
   // The calls after a crash were launched by fresh workers: every silu palette call.
   EXPECT_EQ(workerSilu, 6) << pre.dump();
   for (const auto& r : t.at("results"))
@@ -898,15 +984,17 @@ bool waitForContent(const fs::path& path, int seconds) {
 TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
   const fs::path dir = testDir("forge");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-verdicts.json --report-dir " + dir.string(), &out),
-            0)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-verdicts.json --report-dir " + dir.string(), &out),
+      0)
       << out;
   json report = load((dir / "report.json").string());
   const json* p5 = result(report, "fixture-ops-forges-verdicts", "P5");
   ASSERT_NE(p5, nullptr) << out;
   EXPECT_EQ(p5->at("status"), "fail") << p5->dump();
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-document.json --report-dir " + dir.string(), &out),
-            1)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-document.json --report-dir " + dir.string(), &out),
+      1)
       << out;
   report = load((dir / "report.json").string());
   const json& t = report.at("targets").at(0);
@@ -915,10 +1003,11 @@ TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
   EXPECT_EQ(result(report, "fixture-ops-forges-document", "P5"), nullptr) << "a forged document's results are not kept";
   // A tensor subclass that lies in __torch_function__, flagprop's own code swapped, CPU ATen's kernel
   // replaced: a fail or an error, never a pass (the manifests' expect says which; exit 0 when all are met).
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-subclass.json --manifest " + kTargets +
-                   "ops-forges-code.json --manifest " + kTargets + "ops-forges-reference.json --report-dir " + dir.string(),
-               &out),
-            0)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-forges-subclass.json --manifest " + kTargets +
+             "ops-forges-code.json --manifest " + kTargets + "ops-forges-reference.json --report-dir " + dir.string(),
+         &out),
+      0)
       << out;
   report = load((dir / "report.json").string());
   for (const auto& tr : report.at("targets"))
@@ -958,7 +1047,9 @@ TEST(Cli, AFinishedDocumentMissingRunsGetsAnErrorForEach) {
 TEST(Cli, AProcessThatExitsMidCaseIsAFailureItsReproducerReproduces) {
   const fs::path dir = testDir("exit-mid-case");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-exits-mid-case.json --report-dir " + dir.string(), &out), 0)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-exits-mid-case.json --report-dir " + dir.string(), &out),
+      0)
       << out;
   const json report = load((dir / "report.json").string());
   const json* p5 = result(report, "fixture-ops-exits-mid-case", "P5");
@@ -977,9 +1068,10 @@ TEST(Cli, AProcessThatExitsMidCaseIsAFailureItsReproducerReproduces) {
 TEST(Cli, AnOpsSystemExitIsTheOpRaising) {
   const fs::path dir = testDir("system-exit");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-raises-system-exit.json --report-dir " + dir.string(),
-               &out),
-            0)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-raises-system-exit.json --report-dir " + dir.string(),
+         &out),
+      0)
       << out;
   const json report = load((dir / "report.json").string());
   const json* p5 = result(report, "fixture-ops-raises-system-exit", "P5");
@@ -1006,7 +1098,8 @@ TEST(Cli, NothingTheCodeUnderTestStartsOutlivesTheRun) {
   const json report = load((dir / "report.json").string());
   int outlived = 0;
   for (const auto& l : report.at("targets").at(0).value("left_running", json::array()))
-    outlived += l.value("outlived", false) && l.value("command", "").find("flagprop-fixture-orphan") != std::string::npos;
+    outlived +=
+        l.value("outlived", false) && l.value("command", "").find("flagprop-fixture-orphan") != std::string::npos;
   EXPECT_EQ(outlived, 4) << report.at("targets").at(0).dump();  // three sessions and the daemon, each its own
   EXPECT_NE(out.find("left a process running after its target process ended"), std::string::npos) << out;
   flagprop::removeTree(dir.string());
@@ -1018,13 +1111,16 @@ TEST(Cli, NothingTheCodeUnderTestStartsOutlivesTheRun) {
 TEST(Cli, AReportFolderIsOneRunsAndAKilledRunsFolderIsReused) {
   const fs::path dir = testDir("lock");
   const pid_t first = startRun({"--seed", "3", "--case-timeout", "600", "--manifest", kTargets + "ops-hang.json"}, dir);
-  ASSERT_TRUE(waitForContent(dir / "targets" / "1_ops-hang.json.inflight", 600)) << flagprop::readFile(dir.string() + ".log");
+  ASSERT_TRUE(waitForContent(dir / "targets" / "1_ops-hang.json.inflight", 600))
+      << flagprop::readFile(dir.string() + ".log");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --manifest " + kTargets + "well-behaved.json --report-dir " + dir.string(),
-               &out),
-            2)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --property P1 --manifest " + kTargets + "well-behaved.json --report-dir " + dir.string(),
+         &out),
+      2)
       << out;
-  EXPECT_NE(out.find("is in use by another flagprop run (pid " + std::to_string(first) + ")"), std::string::npos) << out;
+  EXPECT_NE(out.find("is in use by another flagprop run (pid " + std::to_string(first) + ")"), std::string::npos)
+      << out;
   kill(first, SIGKILL);
   waitpid(first, nullptr, 0);
   bool gone = false;  // PR_SET_PDEATHSIG: the kernel kills it as the run dies
@@ -1034,8 +1130,8 @@ TEST(Cli, AReportFolderIsOneRunsAndAKilledRunsFolderIsReused) {
   }
   EXPECT_TRUE(gone) << "a target process outlived its killed run";
   EXPECT_FALSE(fs::exists(dir / "report.json"));  // killed before its report
-  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + kTargets + "well-behaved.json --report-dir " +
-                   dir.string(),
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + kTargets +
+                   "well-behaved.json --report-dir " + dir.string(),
                &out),
             0)
       << out;
@@ -1050,14 +1146,17 @@ TEST(Cli, AReportFileThatCannotBeWrittenLeavesTheRestAndExitsFour) {
   const fs::path dir = testDir("write-fail");
   std::string out;
   const std::string well = kTargets + "well-behaved.json";
-  ASSERT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 0)
+  ASSERT_EQ(
+      sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 0)
       << out;
   fs::remove(dir / "report.md");
   fs::create_directories(dir / "report.md" / "blocked");  // report.md cannot be written now
-  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 4)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + well + " --report-dir " + dir.string(), &out), 4)
       << out;
   EXPECT_NE(out.find("report incomplete: 1 report file(s) not written"), std::string::npos) << out;
-  EXPECT_NE(out.find("cannot write " + (dir / "report.md").string() + " (rename: Is a directory)"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot write " + (dir / "report.md").string() + " (rename: Is a directory)"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("results: "), std::string::npos) << "the summary is printed: " << out;
   EXPECT_TRUE(fs::exists(dir / "report.json"));
   EXPECT_TRUE(fs::exists(dir / "report.html"));
@@ -1070,7 +1169,8 @@ TEST(Cli, AReportFileThatCannotBeWrittenLeavesTheRestAndExitsFour) {
   m["ops"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/example_ops.py";
   const fs::path manifest = dir.string() + "-" + std::string(200, 'm') + ".json";
   flagprop::writeText(manifest.string(), m.dump());
-  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + manifest.string() + " --report-dir " + dir.string(),
+  EXPECT_EQ(sh(kFp + " run --seed 3 --property P1 --cases 5 --manifest " + manifest.string() + " --report-dir " +
+                   dir.string(),
                &out),
             0)
       << out;
@@ -1084,11 +1184,11 @@ TEST(Cli, AReportFileThatCannotBeWrittenLeavesTheRestAndExitsFour) {
 TEST(Cli, AnOpThatClosesFlagpropsDescriptorsIsIsolated) {
   const fs::path dir = testDir("closes-fds");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-closes-fds.json --report-dir " + dir.string(), &out), 0)
+  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-closes-fds.json --report-dir " + dir.string(), &out),
+            0)
       << out;
   const json report = load((dir / "report.json").string());
-  for (const auto& r : report.at("targets").at(0).at("results"))
-    EXPECT_NE(r.at("status"), "error") << r.dump();
+  for (const auto& r : report.at("targets").at(0).at("results")) EXPECT_NE(r.at("status"), "error") << r.dump();
   const json* p5 = result(report, "fixture-ops-closes-fds", "P5");
   ASSERT_NE(p5, nullptr) << out;
   EXPECT_EQ(out.find("outside a case"), std::string::npos) << out;
@@ -1099,14 +1199,16 @@ TEST(Cli, AnOpThatClosesFlagpropsDescriptorsIsIsolated) {
 // capture keeps kCaptureCapBytes and says how much was cut.
 TEST(Cli, ACapturedOutputIsCappedAndSaysHowMuchWasCut) {
   const std::string capture = testDir("capture").string() + ".txt";
-  const auto r = flagprop::runChild({"/bin/sh", "-c", "yes flagprop-capture 2>/dev/null | head -c 50000000"}, 120, capture);
+  const auto r =
+      flagprop::runChild({"/bin/sh", "-c", "yes flagprop-capture 2>/dev/null | head -c 50000000"}, 120, capture);
   EXPECT_EQ(r.exitCode, 0);
   const auto size = fs::file_size(capture);
   EXPECT_LE(size, flagprop::kCaptureCapBytes + 4096);
   EXPECT_GE(size, flagprop::kCaptureCapBytes);
   const json out = flagprop::capturedOutput(capture);
   const std::string last = out.at("tail").back();
-  EXPECT_NE(last.find("flagprop: " + std::to_string(50000000 - flagprop::kCaptureCapBytes) + " bytes of this process's output were cut"),
+  EXPECT_NE(last.find("flagprop: " + std::to_string(50000000 - flagprop::kCaptureCapBytes) +
+                      " bytes of this process's output were cut"),
             std::string::npos)
       << last;
   fs::remove(capture);
@@ -1140,8 +1242,9 @@ TEST(Cli, ATieBrokenTheOtherWayIsNoFinding) {
 TEST(Cli, ASecondValuesFaultOnOtherInputsIsReportedOnItsOwn) {
   const fs::path dir = testDir("two-value-faults");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-two-value-faults.json --report-dir " + dir.string(), &out),
-            0)
+  EXPECT_EQ(
+      sh(kFp + " run --seed 3 --manifest " + kTargets + "ops-two-value-faults.json --report-dir " + dir.string(), &out),
+      0)
       << out;
   const json report = load((dir / "report.json").string());
   const json* p5 = result(report, "fixture-ops-two-value-faults", "P5");
@@ -1187,7 +1290,8 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const json differs = p5("control-op-differs");
   EXPECT_EQ(differs.value("status", ""), "fail") << differs.dump();
   EXPECT_NE(differs.value("reason", "").find("differs from the stock path"), std::string::npos) << differs.dump();
-  EXPECT_NE(differs.value("reason", "").find("CPU ATen sides with the stock path"), std::string::npos) << differs.dump();
+  EXPECT_NE(differs.value("reason", "").find("CPU ATen sides with the stock path"), std::string::npos)
+      << differs.dump();
   const json rejects = p5("control-stock-rejects");
   EXPECT_EQ(rejects.value("status", ""), "pass") << rejects.dump();
   EXPECT_GT(rejects.value("observations", json::object()).value("discarded", 0), 0) << rejects.dump();
@@ -1196,12 +1300,15 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(raises.value("reason", "").find("the stock path returns"), std::string::npos) << raises.dump();
   const json none = p5("control-no-kernel");
   EXPECT_EQ(none.value("status", ""), "fail") << none.dump();
-  EXPECT_EQ(none.value("reason", "").find("stock path"), std::string::npos) << "judged against CPU ATen: " << none.dump();
+  EXPECT_EQ(none.value("reason", "").find("stock path"), std::string::npos)
+      << "judged against CPU ATen: " << none.dump();
   // The stock path runs first: a case on which it loses the device is its
   // own (the op, which would lose it too, is not blamed).
   const json lost = p5("control-stock-loses-device");
   EXPECT_EQ(lost.value("status", ""), "skip") << lost.dump();
-  EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"), std::string::npos) << lost.dump();
+  EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"),
+            std::string::npos)
+      << lost.dump();
   flagprop::removeTree(dir.string());
 }
 
@@ -1214,18 +1321,25 @@ namespace {
 // samples CPU ATen rejects in float16 (histc). Stock ATen has no finding.
 TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
   const fs::path dir = testDir("selection");
-  const std::vector<std::string> ops = {"mm",     "nll_loss_forward", "histc", "_compute_linear_combination", "log",
-                                        "sqrt",   "conv2d",           "addmm", "index_select",                "sum.dim_IntList",
-                                        "sigmoid"};
+  const std::vector<std::string> ops = {
+      "mm",           "nll_loss_forward", "histc",  "_compute_linear_combination", "log", "sqrt", "conv2d", "addmm",
+      "index_select", "sum.dim_IntList",  "sigmoid"};
   const std::vector<std::string> dtypes = {"float32", "float16", "int32", "bool"};
-  const json manifest = {{"schema", "flagprop.target/1"}, {"name", "selection"},  {"device", "cpu"},
-                         {"labels", {"cpu"}},             {"ops", {{"kind", "aten"}}}, {"catalog", ops},
-                         {"properties", {"P5", "P6"}},    {"dtypes", dtypes},     {"op_cases", 2}};
+  const json manifest = {{"schema", "flagprop.target/1"},
+                         {"name", "selection"},
+                         {"device", "cpu"},
+                         {"labels", {"cpu"}},
+                         {"ops", {{"kind", "aten"}}},
+                         {"catalog", ops},
+                         {"properties", {"P5", "P6"}},
+                         {"dtypes", dtypes},
+                         {"op_cases", 2}};
   fs::create_directories(dir);
   const fs::path m = dir / "selection.json";
   std::ofstream(m) << manifest.dump(2);
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed 5 --manifest " + m.string() + " --report-dir " + (dir / "r").string(), &out), 0) << out;
+  EXPECT_EQ(sh(kFp + " run --seed 5 --manifest " + m.string() + " --report-dir " + (dir / "r").string(), &out), 0)
+      << out;
   const json report = load((dir / "r" / "report.json").string());
   ASSERT_EQ(report.at("targets").size(), 1u);
   const json& results = report.at("targets").at(0).at("results");
@@ -1238,7 +1352,8 @@ TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
   }
   for (const auto& p : {"P5", "P6"})
     for (const auto& op : ops)
-      for (const auto& d : dtypes) EXPECT_TRUE(keys.count(std::string(p) + "/" + op + "/" + d)) << p << "/" << op << "/" << d;
+      for (const auto& d : dtypes)
+        EXPECT_TRUE(keys.count(std::string(p) + "/" + op + "/" + d)) << p << "/" << op << "/" << d;
   EXPECT_EQ(results.size(), 2 * ops.size() * dtypes.size());
   // Integer inputs to ops that promote them to floating are judged.
   for (const auto& r : results)
@@ -1246,12 +1361,14 @@ TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
         r.value("key", "") == "P5/sqrt/bool")
       EXPECT_EQ(r.value("status", ""), "pass") << r.value("key", "") << ": " << r.value("reason", "");
     else if (r.value("key", "") == "P5/histc/int32")  // "histogram_cpu" not implemented for 'Int'
-      EXPECT_EQ(r.value("reason", "").rfind("not run in int32: CPU ATen takes no int32", 0), 0u) << r.value("reason", "");
+      EXPECT_EQ(r.value("reason", "").rfind("not run in int32: CPU ATen takes no int32", 0), 0u)
+          << r.value("reason", "");
   // A name that resolves to no overload is a one-line target error naming it.
   json bad = manifest;
   bad["catalog"] = {"mm", "no_such_op.Tensor"};
   std::ofstream(dir / "bad.json") << bad.dump(2);
-  EXPECT_NE(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out), 0);
+  EXPECT_NE(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out),
+            0);
   EXPECT_NE(out.find("names op 'no_such_op.Tensor'"), std::string::npos) << out;
   flagprop::removeTree(dir.string());
 }
@@ -1267,8 +1384,8 @@ void stockAtenHasNoFinding(const std::string& manifest, const std::string& seed,
                            const std::string& dtype = "") {
   const fs::path dir = testDir("stock-" + manifest + "-" + seed + dtype);
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --seed " + seed + " --manifest " + kTargets + manifest + ".json --report-dir " + dir.string() +
-                   (dtype.empty() ? "" : " --dtype " + dtype),
+  EXPECT_EQ(sh(kFp + " run --seed " + seed + " --manifest " + kTargets + manifest + ".json --report-dir " +
+                   dir.string() + (dtype.empty() ? "" : " --dtype " + dtype),
                &out),
             0)
       << out;
@@ -1279,8 +1396,10 @@ void stockAtenHasNoFinding(const std::string& manifest, const std::string& seed,
         << r.value("key", "") << ": " << r.value("reason", "");
   ASSERT_TRUE(t.contains("coverage")) << t.dump().substr(0, 400);
   // With --dtype, the excluded overloads (planned in the target's first dtype) may fall outside it.
-  if (dtype.empty()) EXPECT_EQ(t.at("coverage").at("ops"), 999);
-  else EXPECT_GE(t.at("coverage").at("ops").get<int>(), 800);
+  if (dtype.empty())
+    EXPECT_EQ(t.at("coverage").at("ops"), 999);
+  else
+    EXPECT_GE(t.at("coverage").at("ops").get<int>(), 800);
   if (maxGaveUp >= 0) EXPECT_LE(t.at("coverage").at("gave_up").get<int>(), maxGaveUp) << t.at("coverage").dump(2);
   flagprop::removeTree(dir.string());
 }

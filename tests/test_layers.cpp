@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kLayers = {"core",    "generators", "catalog", "targets", "harness",
-                                          "suites",  "runner",     "reports", "tools"};
+const std::vector<std::string> kLayers = {"core",   "generators", "catalog", "targets", "harness",
+                                          "suites", "runner",     "reports", "tools"};
 
 int rank(const std::string& layer) {
   const auto it = std::find(kLayers.begin(), kLayers.end(), layer);
@@ -89,7 +89,8 @@ std::vector<std::string> removeAllCalls(const fs::path& root) {
       std::string line;
       for (int n = 1; std::getline(in, line); ++n) {
         const std::string code = line.substr(0, line.find("//"));
-        if (std::regex_search(code, call)) out.push_back(fs::relative(e.path(), root).string() + ":" + std::to_string(n));
+        if (std::regex_search(code, call))
+          out.push_back(fs::relative(e.path(), root).string() + ":" + std::to_string(n));
       }
     }
   }
@@ -106,7 +107,8 @@ TEST(Layers, TheRemoveAllCheckCatchesACall) {
   const fs::path root = fs::temp_directory_path() / "flagprop-remove-all-teeth";
   flagprop::removeTree(root.string());
   fs::create_directories(root / "runner");
-  std::ofstream(root / "runner" / "x.cpp") << "// fs::remove_all(dir) is not used\nvoid f() {\n  fs::remove_all(dir, ec);\n}\n";
+  std::ofstream(root / "runner" / "x.cpp")
+      << "// fs::remove_all(dir) is not used\nvoid f() {\n  fs::remove_all(dir, ec);\n}\n";
   EXPECT_EQ(removeAllCalls(root), (std::vector<std::string>{"runner/x.cpp:3"}));
   flagprop::removeTree(root.string());
 }

@@ -68,7 +68,8 @@ TEST(Manifest, MalformedJson) {
   EXPECT_NE(h.find(huge + ": not valid JSON (a number out of range"), std::string::npos) << h;
   // A key given twice is an error wherever it is (nlohmann would keep the last).
   const auto d = errorOf([&] {
-    loadTarget(writeTemp("twice.json", R"({"schema": "flagprop.target/1", "name": "x", "ops": {"kind": "aten", "kind": "aten"}})"));
+    loadTarget(writeTemp("twice.json",
+                         R"({"schema": "flagprop.target/1", "name": "x", "ops": {"kind": "aten", "kind": "aten"}})"));
   });
   EXPECT_NE(d.find("field 'kind' is given twice in one object"), std::string::npos) << d;
   const std::string nested = R"({"schema": "flagprop.target/1", "name": "x", "ops": {"kind": "module", "path": ")" +
@@ -98,11 +99,13 @@ TEST(Manifest, NotARegularFileTooBigOrTooDeep) {
 }
 
 TEST(Manifest, WrongSchemaAndMissingFields) {
-  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("s.json", R"({"schema": "x/1", "name": "a"})")); })
-                .find("expected 'flagprop.target/1'"),
+  EXPECT_NE(errorOf([&] {
+              loadTarget(writeTemp("s.json", R"({"schema": "x/1", "name": "a"})"));
+            }).find("expected 'flagprop.target/1'"),
             std::string::npos);
-  EXPECT_NE(errorOf([&] { loadTarget(writeTemp("n.json", R"({"schema": "flagprop.target/1"})")); })
-                .find("field 'name' is missing"),
+  EXPECT_NE(errorOf([&] {
+              loadTarget(writeTemp("n.json", R"({"schema": "flagprop.target/1"})"));
+            }).find("field 'name' is missing"),
             std::string::npos);
   EXPECT_NE(errorOf([&] { loadTarget(writeTemp("p.json", target(R"(, "mode": "sideways")"))); }).find("installer.mode"),
             std::string::npos);
@@ -130,7 +133,9 @@ TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
   EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "/etc/passwd"}}}}).find("must be a Python file"),
             std::string::npos);
   EXPECT_NE(parseError({{"labels", {"cpu", 3}}}).find("field 'labels' must list non-empty strings"), std::string::npos);
-  EXPECT_NE(parseError({{"catalog", {"nope.Tensor"}}}).find("names op 'nope.Tensor', which flagprop cannot run: no ATen overload nope.Tensor"), std::string::npos);
+  EXPECT_NE(parseError({{"catalog", {"nope.Tensor"}}})
+                .find("names op 'nope.Tensor', which flagprop cannot run: no ATen overload nope.Tensor"),
+            std::string::npos);
   EXPECT_NE(parseError({{"dtypes", {"float8"}}}).find("no catalog dtype 'float8'"), std::string::npos);
   EXPECT_NE(parseError({{"ops", {{"kind", "module"}, {"path", "missing.py"}}}}).find("is not an existing regular file"),
             std::string::npos);
@@ -142,8 +147,9 @@ TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
             std::string::npos);
   EXPECT_NE(parseError({{"catalog", {"tanh"}}, {"expect", {{"P5/add.Tensor", "fail"}}}}).find("leaves out"),
             std::string::npos);
-  EXPECT_NE(parseError({{"expect", {{"P5/tanh/int32", "fail"}}}}).find("names tanh in int32, which this target does not run"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError({{"expect", {{"P5/tanh/int32", "fail"}}}}).find("names tanh in int32, which this target does not run"),
+      std::string::npos);
   EXPECT_NE(parseError({{"dtypes", {"float32"}}, {"expect", {{"P5/tanh/float16", "fail"}}}}).find("does not run"),
             std::string::npos);
   EXPECT_EQ(parseError({{"expect", {{"P5/tanh/float16", "fail"}}}}), "");
@@ -170,14 +176,17 @@ TEST(Manifest, FieldsThatDoNotApplyToTheTargetAreErrors) {
 
 TEST(Manifest, MissingInstallerPath) {
   const auto e = errorOf([&] {
-    loadTarget(writeTemp("m.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": "nope/__init__.py"}})"));
+    loadTarget(writeTemp("m.json",
+                         R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": "nope/__init__.py"}})"));
   });
-  EXPECT_NE(e.find("field 'installer.path' 'nope/__init__.py' is not an existing regular file"), std::string::npos) << e;
+  EXPECT_NE(e.find("field 'installer.path' 'nope/__init__.py' is not an existing regular file"), std::string::npos)
+      << e;
 }
 
 TEST(Manifest, MissingFlagGemsCheckout) {
   const auto e = errorOf([&] {
-    loadTarget(writeTemp("fg.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": ")" + kInstaller +
+    loadTarget(writeTemp("fg.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": ")" +
+                                        kInstaller +
                                         R"("}, "flag_gems": {"kind": "source", "path": "/nonexistent/src"}})"));
   });
   EXPECT_NE(e.find("flag_gems.path"), std::string::npos) << e;
@@ -217,12 +226,14 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaisingOrComponentsWrong) {
   const Target t = loadTarget(writeTemp("f.json", target(R"(, "function": "no_such_installer")")));
   EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("has no installer 'no_such_installer'"), std::string::npos);
   const std::string raising = std::string(FLAGPROP_SOURCE_DIR) + "/tests/data/raises_on_load.py";
-  const Target r = loadTarget(writeTemp("r.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": ")" +
-                                                      raising + "\"}}"));
+  const Target r = loadTarget(writeTemp(
+      "r.json", R"({"schema": "flagprop.target/1", "name": "a", "installer": {"path": ")" + raising + "\"}}"));
   const auto e = errorOf([&] { TargetSession s(r); });
   EXPECT_NE(e.find("raised while loading: ImportError: this installer module cannot load"), std::string::npos) << e;
   const Target c = loadTarget(writeTemp("c.json", target(R"(, "components": ["key", "run"])")));
-  EXPECT_NE(errorOf([&] { TargetSession s(c); }).find("installer.components declares key, run, but the installer source rebinds"),
+  EXPECT_NE(errorOf([&] {
+              TargetSession s(c);
+            }).find("installer.components declares key, run, but the installer source rebinds"),
             std::string::npos);
   const Target u = loadTarget(writeTemp("u.json", target(R"(, "components": ["kee"])")));
   EXPECT_NE(errorOf([&] { TargetSession s(u); }).find("unknown component(s) kee"), std::string::npos);
@@ -230,32 +241,35 @@ TEST(Manifest, InstallerFunctionMissingOrModuleRaisingOrComponentsWrong) {
 
 TEST(Manifest, AnOpModuleThatIsNotPythonIsOneTargetError) {
   const std::string notPython = writeTemp("not_python.py", "root:x:0:0:root:/root:/bin/bash\n");
-  const Target t = loadTarget(writeTemp("np.json", R"({"schema": "flagprop.target/1", "name": "a", "ops": {"kind": "module", "path": ")" +
-                                                       notPython + "\"}}"));
+  const Target t = loadTarget(writeTemp(
+      "np.json",
+      R"({"schema": "flagprop.target/1", "name": "a", "ops": {"kind": "module", "path": ")" + notPython + "\"}}"));
   EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("does not load as Python"), std::string::npos);
 }
 
 TEST(Manifest, PinnedMockFieldsAreCheckedAgainstTheSchema) {
-  const Target t = loadTarget(writeTemp("mk.json", target(R"(}, "flag_gems": {"kind": "mock", "mock": {"helper": "sometimes"})")));
+  const Target t =
+      loadTarget(writeTemp("mk.json", target(R"(}, "flag_gems": {"kind": "mock", "mock": {"helper": "sometimes"})")));
   EXPECT_NE(errorOf([&] { TargetSession s(t); }).find("flag_gems.mock"), std::string::npos);
 }
 
 // A pin with the example installer, its hash as given, and a torch version.
 std::string fixturePin(const std::string& name, const std::string& sha, const std::string& torch) {
-  const json pin = {{"schema", "flagprop.pin/1"},
-                    {"name", name},
-                    {"torch", torch},
-                    {"torch_fl", {{"commit", "fixture"}, {"installer", kInstaller}, {"sha256", sha}}},
-                    {"flag_gems", {{"commit", "fixture"}, {"src", "/nonexistent/src"}, {"libentry_sha256", std::string(64, 'b')}}},
-                    {"routing", {{"accelerator", "dcu"}, {"routes_to_flaggems", true}}}};
+  const json pin = {
+      {"schema", "flagprop.pin/1"},
+      {"name", name},
+      {"torch", torch},
+      {"torch_fl", {{"commit", "fixture"}, {"installer", kInstaller}, {"sha256", sha}}},
+      {"flag_gems", {{"commit", "fixture"}, {"src", "/nonexistent/src"}, {"libentry_sha256", std::string(64, 'b')}}},
+      {"routing", {{"accelerator", "dcu"}, {"routes_to_flaggems", true}}}};
   const std::string pinPath = writeTemp(name + ".pin.json", pin.dump());
   return writeTemp(name + ".target.json", json{{"schema", "flagprop.target/1"},
-                                                {"name", name},
-                                                {"pin", pinPath},
-                                                {"flag_gems", {{"kind", "mock"}}},
-                                                {"properties", {"P1"}},
-                                                {"cases", 5}}
-                                               .dump());
+                                               {"name", name},
+                                               {"pin", pinPath},
+                                               {"flag_gems", {{"kind", "mock"}}},
+                                               {"properties", {"P1"}},
+                                               {"cases", 5}}
+                                              .dump());
 }
 
 TEST(Pins, APinSuppliesTheInstallerItsHashAndTheGates) {

@@ -67,8 +67,8 @@ bool underMock(const json::json_pointer& p) { return p.to_string().rfind("/flag_
 
 // A value of another JSON type than `v`.
 json otherType(const json& v, int pick) {
-  const std::vector<json> values = {json("fuzz"), json(7), json(2.5), json(true), json(nullptr), json::array({1}),
-                                    json::object({{"k", 1}})};
+  const std::vector<json> values = {
+      json("fuzz"), json(7), json(2.5), json(true), json(nullptr), json::array({1}), json::object({{"k", 1}})};
   for (int i = 0; i < 7; ++i) {
     const json& c = values[(pick + i) % values.size()];
     const bool sameNumber = c.is_number() && v.is_number() && c.is_number_float() == v.is_number_float();
@@ -121,8 +121,10 @@ rc::Gen<Mutation> mutations(std::vector<std::pair<std::string, json>> bases) {
       parent[key.substr(1) + "_"] = v;
       m.mustFail = !free;
     } else if (m.kind == "remove") {
-      if (parent.is_object()) parent.erase(std::string(p.back()));
-      else parent.erase(static_cast<size_t>(std::stoul(p.back())));
+      if (parent.is_object())
+        parent.erase(std::string(p.back()));
+      else
+        parent.erase(static_cast<size_t>(std::stoul(p.back())));
     } else if (m.kind == "retype") {
       at = otherType(at, *gen::atNominalSize(rc::gen::inRange(0, 7)));
       m.mustFail = !free;

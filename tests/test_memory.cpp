@@ -23,9 +23,9 @@ namespace {
 // Runs `cmd` in a shell; its exit status, its stdout and stderr in `out`.
 int sh(const std::string& cmd, std::string* out = nullptr) {
   static int n = 0;
-  const std::string log =
-      (fs::temp_directory_path() / ("flagprop-test-memory-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
-          .string();
+  const std::string log = (fs::temp_directory_path() /
+                           ("flagprop-test-memory-" + std::to_string(getpid()) + "-" + std::to_string(++n) + ".log"))
+                              .string();
   const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
   std::stringstream ss;
   {
@@ -99,7 +99,8 @@ TEST(Memory, AStoredFailureIsReplayedFirstThenReportedFixed) {
   const json& first = onlyResult(r1);
   EXPECT_EQ(first.value("status", ""), "fail");
   // A steady failure is judged again and fails every time: not flaky.
-  EXPECT_EQ(first.at("observations").at("replays").value("failed", 0), first.at("observations").at("replays").value("of", -1));
+  EXPECT_EQ(first.at("observations").at("replays").value("failed", 0),
+            first.at("observations").at("replays").value("of", -1));
   const int stored = r1.at("summary").at("db").value("stored", 0);
   EXPECT_GE(stored, 1);
   EXPECT_EQ(filesIn(db), static_cast<size_t>(stored));
@@ -133,20 +134,23 @@ TEST(Memory, AStoredFailureIsReplayedFirstThenReportedFixed) {
 
   // diff: r1 (fail) -> r3 (pass) is one fixed result; the reverse one new failure (exit 1).
   const std::string diff = std::string(FLAGPROP_BINARY) + " diff ";
-  ASSERT_EQ(sh(diff + (d / "r1").string() + " " + (d / "r3").string() + " --out " + (d / "d13").string(), &out), 0) << out;
+  ASSERT_EQ(sh(diff + (d / "r1").string() + " " + (d / "r3").string() + " --out " + (d / "d13").string(), &out), 0)
+      << out;
   const json d13 = load(d / "d13/diff.json");
   ASSERT_EQ(d13.at("changes").size(), 1u) << d13.dump(1);
   EXPECT_EQ(d13.at("changes").at(0).value("class", ""), "fixed");
   EXPECT_EQ(d13.at("changes").at(0).value("key", ""), "P5/sum.dim_IntList/float32");
   EXPECT_TRUE(fs::is_regular_file(d / "d13/diff.md") && fs::is_regular_file(d / "d13/diff.html"));
-  ASSERT_EQ(sh(diff + (d / "r3").string() + " " + (d / "r1").string() + " --out " + (d / "d31").string(), &out), 1) << out;
+  ASSERT_EQ(sh(diff + (d / "r3").string() + " " + (d / "r1").string() + " --out " + (d / "d31").string(), &out), 1)
+      << out;
   const json d31 = load(d / "d31/diff.json");
   ASSERT_EQ(d31.at("changes").size(), 1u);
   EXPECT_EQ(d31.at("changes").at(0).value("class", ""), "new failure");
   EXPECT_FALSE(d31.at("changes").at(0).value("replay", "").empty()) << "a new failure comes with its replay command";
   EXPECT_NE(out.find("new failure 1"), std::string::npos) << out;
   // r1 and r2 both fail the same way: nothing changed.
-  ASSERT_EQ(sh(diff + (d / "r1").string() + " " + (d / "r2").string() + " --out " + (d / "d12").string(), &out), 0) << out;
+  ASSERT_EQ(sh(diff + (d / "r1").string() + " " + (d / "r2").string() + " --out " + (d / "d12").string(), &out), 0)
+      << out;
   EXPECT_TRUE(load(d / "d12/diff.json").at("changes").empty()) << out;
   // Bad input is a one-line usage error.
   EXPECT_EQ(sh(diff + d.string() + " " + (d / "r1").string() + " --out " + (d / "dx").string(), &out), 2);
@@ -155,8 +159,10 @@ TEST(Memory, AStoredFailureIsReplayedFirstThenReportedFixed) {
   EXPECT_NE(out.find("unknown option '--bogus'"), std::string::npos) << out;
   // A report.json of the right schema and the wrong shape is bad input (2), not a "new failure" (1).
   fs::create_directories(d / "odd");
-  std::ofstream(d / "odd/report.json") << R"({"schema": "flagprop.report/1", "targets": [{"name": "x", "results": [{"key": 7}]}]})";
-  EXPECT_EQ(sh(diff + (d / "r1").string() + " " + (d / "odd").string() + " --out " + (d / "dodd").string(), &out), 2) << out;
+  std::ofstream(d / "odd/report.json")
+      << R"({"schema": "flagprop.report/1", "targets": [{"name": "x", "results": [{"key": 7}]}]})";
+  EXPECT_EQ(sh(diff + (d / "r1").string() + " " + (d / "odd").string() + " --out " + (d / "dodd").string(), &out), 2)
+      << out;
   EXPECT_NE(out.find("not a result document"), std::string::npos) << out;
   flagprop::removeTree(d.string());
 }
@@ -168,14 +174,15 @@ TEST(Memory, TwoRunsAtOnceOnOneDatabaseLoseNothing) {
   const fs::path faulty = sumManifest(d, true);
   const std::string two = kFixtures + "/targets/ops-two-faults.json";
   std::string out;
-  const int rc = sh("(" + run(faulty, db, d / "a", 11) + " > " + (d / "a.log").string() + " 2>&1 & " +
-                        std::string(FLAGPROP_BINARY) + " run --manifest " + two + " --db " + db.string() +
-                        " --report-dir " + (d / "b").string() + " --seed 12 > " + (d / "b.log").string() +
-                        " 2>&1 & wait)",
-                    &out);
+  const int rc =
+      sh("(" + run(faulty, db, d / "a", 11) + " > " + (d / "a.log").string() + " 2>&1 & " +
+             std::string(FLAGPROP_BINARY) + " run --manifest " + two + " --db " + db.string() + " --report-dir " +
+             (d / "b").string() + " --seed 12 > " + (d / "b.log").string() + " 2>&1 & wait)",
+         &out);
   ASSERT_EQ(rc, 0) << out;
   const json a = load(d / "a/report.json"), b = load(d / "b/report.json");
-  const int storedA = a.at("summary").at("db").value("stored", 0), storedB = b.at("summary").at("db").value("stored", 0);
+  const int storedA = a.at("summary").at("db").value("stored", 0),
+            storedB = b.at("summary").at("db").value("stored", 0);
   EXPECT_GE(storedA, 1);
   EXPECT_GE(storedB, 1);
   EXPECT_EQ(filesIn(db / "fixture-ops-sum-drops-element@cpu"), static_cast<size_t>(storedA));
@@ -205,16 +212,18 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
   const json tally = res.at("observations").at("replays");
   EXPECT_GE(tally.value("failed", 0), 1);
   EXPECT_LT(tally.value("failed", 0), tally.value("of", 0));
-  EXPECT_EQ(res.value("reason", "").rfind("flaky: the case failed " + std::to_string(tally.value("failed", 0)) + " of the " +
-                                              std::to_string(tally.value("of", 0)),
-                                          0),
+  EXPECT_EQ(res.value("reason", "")
+                .rfind("flaky: the case failed " + std::to_string(tally.value("failed", 0)) + " of the " +
+                           std::to_string(tally.value("of", 0)),
+                       0),
             0u)
       << res.value("reason", "");
   // Judged first in a fresh process too, where it held.
   ASSERT_TRUE(res.at("observations").contains("fresh")) << res.dump();
   EXPECT_FALSE(res.at("observations").at("fresh").value("failed", true));
   EXPECT_EQ(tally.value("of", 0), 5);  // found, 3 more in its process, 1 first in a fresh one
-  EXPECT_NE(res.value("reason", "").find("the last first in a fresh process"), std::string::npos) << res.value("reason", "");
+  EXPECT_NE(res.value("reason", "").find("the last first in a fresh process"), std::string::npos)
+      << res.value("reason", "");
   EXPECT_EQ(r.at("summary").at("results").value("flaky", 0), 1);
   EXPECT_FALSE(r.at("summary").contains("db"));
   EXPECT_NE(out.find(": P5 flaky 1/1 ("), std::string::npos) << out;  // as the manifest expects: its cell alone
@@ -259,7 +268,8 @@ TEST(Memory, AFaultOfEveryFirstCallIsAFailNotFlaky) {
   const json tally = res.at("observations").at("replays");
   EXPECT_EQ(tally.value("failed", 0), 2);  // found, and first in the fresh process
   EXPECT_EQ(tally.value("of", 0), 5);
-  EXPECT_NE(res.value("reason", "").find("recurs in every fresh process"), std::string::npos) << res.value("reason", "");
+  EXPECT_NE(res.value("reason", "").find("recurs in every fresh process"), std::string::npos)
+      << res.value("reason", "");
   EXPECT_FALSE(res.value("reproducer", "").empty()) << res.dump();
   flagprop::removeTree(d.string());
 }
@@ -270,20 +280,24 @@ TEST(Memory, AFaultOfEveryFirstCallIsAFailNotFlaky) {
 TEST(Memory, DiffBetweenTwoPinsOfOneRun) {
   const fs::path d = scratch("pins");
   auto target = [](const std::string& pin, const json& results) {
-    return json{{"name", "pin-" + pin + "-cpu-mocks"}, {"status", "ok"}, {"manifest", "m.json"},
-                {"provenance", {{"pin", {{"name", pin}}}}}, {"results", results}};
+    return json{{"name", "pin-" + pin + "-cpu-mocks"},
+                {"status", "ok"},
+                {"manifest", "m.json"},
+                {"provenance", {{"pin", {{"name", pin}}}}},
+                {"results", results}};
   };
   auto res = [](const std::string& key, const std::string& status, const std::string& reason) {
-    return json{{"key", key}, {"property", key}, {"status", status}, {"reason", reason}, {"observations", json::object()}};
+    return json{
+        {"key", key}, {"property", key}, {"status", status}, {"reason", reason}, {"observations", json::object()}};
   };
-  const json report = {
-      {"schema", "flagprop.report/1"},
-      {"provenance", json::object()},
-      {"summary", {{"results", json::object()}, {"unexpected", json::array()}, {"target_errors", 0}}},
-      {"targets",
-       {target("r5", {res("P1", "fail", "silent-skip: the helper is missing"), res("P2", "pass", "100 held"),
-                      res("P3", "skip", "not active")}),
-        target("latest", {res("P1", "pass", "100 held"), res("P2", "pass", "100 held"), res("P3", "pass", "100 held")})}}};
+  const json report = {{"schema", "flagprop.report/1"},
+                       {"provenance", json::object()},
+                       {"summary", {{"results", json::object()}, {"unexpected", json::array()}, {"target_errors", 0}}},
+                       {"targets",
+                        {target("r5", {res("P1", "fail", "silent-skip: the helper is missing"),
+                                       res("P2", "pass", "100 held"), res("P3", "skip", "not active")}),
+                         target("latest", {res("P1", "pass", "100 held"), res("P2", "pass", "100 held"),
+                                           res("P3", "pass", "100 held")})}}};
   fs::create_directories(d / "m");
   std::ofstream(d / "m/report.json") << report.dump();
   std::string out;
@@ -431,8 +445,8 @@ TEST(Memory, ALostDeviceThatDoesNotRecurInAFreshProcessIsFlaky) {
   m["ops"]["globals"] = {{"FAULTS", {"device_lost"}}};
   m["expect"] = {{"P5", "fail"}};
   std::ofstream(d / "lost.json") << m.dump(2);
-  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "lost.json").string() + " --no-db --report-dir " +
-                   (d / "s").string() + " --seed 4",
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "lost.json").string() +
+                   " --no-db --report-dir " + (d / "s").string() + " --seed 4",
                &out),
             0)
       << out;

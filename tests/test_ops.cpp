@@ -43,9 +43,8 @@ TEST(Layouts, GeneratorReachesEveryLayoutKindWithinTheCap) {
   std::set<std::string> kinds;
   std::set<size_t> ranks;
   bool zeroSize = false, special = false;
-  const auto g = rc::gen::mapcat(gen::shape(0, 5, lim), [lim](std::vector<int64_t> s) {
-    return gen::layout(s, "float32", lim);
-  });
+  const auto g =
+      rc::gen::mapcat(gen::shape(0, 5, lim), [lim](std::vector<int64_t> s) { return gen::layout(s, "float32", lim); });
   rc::Random random(7);
   for (int i = 0; i < 3000; ++i) {
     const TensorLayout t = g(random.split(), rc::kNominalSize).value();
@@ -102,13 +101,37 @@ TEST(Catalog, EveryEntryIsCompleteAndNamesARegisteredAtenOverload) {
     EXPECT_TRUE(static_cast<bool>(e.sample)) << e.name;
     EXPECT_NE(atenSchema(e.name), "") << e.name << " is not an overload LibTorch's dispatcher knows";
     const std::string rule = e.judging.at("tolerance").at("rule");
-    EXPECT_TRUE(rule == "pointwise" || rule == "exact" || rule == "reduction" || rule == "scan" || rule == "normalization")
+    EXPECT_TRUE(rule == "pointwise" || rule == "exact" || rule == "reduction" || rule == "scan" ||
+                rule == "normalization")
         << e.name;
   }
-  for (const char* n : {"native_layer_norm", "where.self", "eq.Scalar", "masked_fill.Scalar", "add.Tensor",
-                        "sum.dim_IntList", "mean.dim", "pow.Tensor_Scalar", "tanh", "rsqrt", "silu", "_log_softmax",
-                        "argmin", "max.dim", "cumsum", "gather", "index_select", "clamp", "mul.Tensor", "div.Tensor",
-                        "sub.Tensor", "exp", "log", "gelu", "relu", "sort", "searchsorted.Tensor"})
+  for (const char* n : {"native_layer_norm",
+                        "where.self",
+                        "eq.Scalar",
+                        "masked_fill.Scalar",
+                        "add.Tensor",
+                        "sum.dim_IntList",
+                        "mean.dim",
+                        "pow.Tensor_Scalar",
+                        "tanh",
+                        "rsqrt",
+                        "silu",
+                        "_log_softmax",
+                        "argmin",
+                        "max.dim",
+                        "cumsum",
+                        "gather",
+                        "index_select",
+                        "clamp",
+                        "mul.Tensor",
+                        "div.Tensor",
+                        "sub.Tensor",
+                        "exp",
+                        "log",
+                        "gelu",
+                        "relu",
+                        "sort",
+                        "searchsorted.Tensor"})
     EXPECT_TRUE(names.count(n)) << n;
 }
 
@@ -169,7 +192,8 @@ layout = {"storage": 40, "dtype": "float32", "seed": 9, "values": "sorted", "spe
           "shape": [4, 5], "strides": [1, 8], "offset": 3}
 t = ops.build_cpu({"tensors": [layout], "args": []})[0]
 ok["sorted"] = bool((t.diff(dim=-1) >= 0).all())
-)", scope);
+)",
+           scope);
   for (auto kv : py::dict(scope["ok"])) EXPECT_TRUE(kv.second.cast<bool>()) << py::str(kv.first).cast<std::string>();
 }
 
@@ -188,7 +212,8 @@ wrong = torch.tensor([3, 0])      # selects 2.0, not the minimum 1.0
 out_of_range = torch.tensor([1, 4])
 res = [verdicts.compare_indices(i, aten, x, 1, False) for i in (tie, wrong, out_of_range)]
 flat = verdicts.compare_indices(torch.tensor(2), torch.tensor(1), x[0], None, False)
-)", scope);
+)",
+           scope);
   const json res = toJson(scope["res"]);
   EXPECT_EQ(res[0], "") << "an index among ties is right";
   EXPECT_NE(res[1].get<std::string>().find("select other values"), std::string::npos) << res[1];
@@ -214,9 +239,9 @@ TEST(Catalog, PaletteIsAFunctionOfSeedOpAndDtype) {
 // The class of an overload comes from its schema's alias annotations and tags.
 TEST(Schema, ClassesComeFromAliasAnnotationsAndTags) {
   const std::vector<std::pair<std::string, std::string>> want = {
-      {"add.Tensor", "functional"}, {"add.out", "out"},           {"add_.Tensor", "inplace"},
-      {"transpose.int", "view"},    {"split.Tensor", "view"},     {"zeros", "functional"},
-      {"bernoulli.p", "excluded"},  {"as_strided", "excluded"},   {"empty.memory_format", "excluded"},
+      {"add.Tensor", "functional"}, {"add.out", "out"},         {"add_.Tensor", "inplace"},
+      {"transpose.int", "view"},    {"split.Tensor", "view"},   {"zeros", "functional"},
+      {"bernoulli.p", "excluded"},  {"as_strided", "excluded"}, {"empty.memory_format", "excluded"},
       {"is_nonzero", "excluded"}};
   for (const auto& [name, kind] : want) {
     const auto s = atenOpSchema(name);
@@ -244,9 +269,12 @@ TEST(Schema, SamplesFollowTheArgumentTypes) {
     ASSERT_FALSE(c.tensors.empty());
     const int64_t rank = static_cast<int64_t>(c.tensors[0].shape.size());
     for (const auto& d : c.args.at(1))
-      if (!d.is_null()) EXPECT_TRUE(d.get<int64_t>() >= -std::max<int64_t>(rank, 1) && d.get<int64_t>() < std::max<int64_t>(rank, 1)) << c.args.dump();
+      if (!d.is_null())
+        EXPECT_TRUE(d.get<int64_t>() >= -std::max<int64_t>(rank, 1) && d.get<int64_t>() < std::max<int64_t>(rank, 1))
+            << c.args.dump();
     EXPECT_EQ(c.kwargs.at("out"), json({{"$out", 0}}));
-    if (c.kwargs.contains("dtype") && !c.kwargs.at("dtype").is_null()) EXPECT_EQ(c.kwargs.at("dtype"), json({{"$dtype", "float32"}}));
+    if (c.kwargs.contains("dtype") && !c.kwargs.at("dtype").is_null())
+      EXPECT_EQ(c.kwargs.at("dtype"), json({{"$dtype", "float32"}}));
   }
 }
 
@@ -306,12 +334,12 @@ TEST(OpInfo, SamplerKeepsShapesArgumentsAndGivenValues) {
   EXPECT_EQ(shapes, (std::set<std::vector<int64_t>>{{2, 3}, {4, 5}}));
   lim.maxElements = 10;
   EXPECT_EQ(fittingSamples(samples, lim.maxElements), 1u);
-  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(json::parse(
-                   R"([{"tensors": [{"shape": [2], "dtype": "int64"}], "args": []}])"))),
+  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(
+                   json::parse(R"([{"tensors": [{"shape": [2], "dtype": "int64"}], "args": []}])"))),
                std::invalid_argument)
       << "an index without its values";
-  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(json::parse(
-                   R"([{"tensors": [{"shape": [2], "dtype": "run", "data": [1]}], "args": []}])"))),
+  EXPECT_THROW(opinfoSampler(std::make_shared<const json>(
+                   json::parse(R"([{"tensors": [{"shape": [2], "dtype": "run", "data": [1]}], "args": []}])"))),
                std::invalid_argument)
       << "data that does not match the shape";
 }
@@ -329,7 +357,8 @@ exe = opinfo.python_executable()
 p = subprocess.run([exe, "-c", "import torch; print(torch.__version__)"], env=opinfo._child_env(),
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 got = p.stdout.decode().strip().splitlines()[-1:] == [torch.__version__]
-)PY", scope);
+)PY",
+           scope);
   EXPECT_TRUE(scope["got"].cast<bool>());
 }
 
@@ -343,7 +372,8 @@ layout = {"storage": 40, "dtype": "float32", "seed": 9, "values": "given", "spec
           "shape": [2, 3], "strides": [1, 8], "offset": 5, "data": [1, 2, 3, 4, 5, 6]}
 t = ops.build_cpu({"tensors": [layout], "args": []})[0]
 ok = t.tolist() == [[1, 2, 3], [4, 5, 6]] and t.stride() == (1, 8) and t.storage_offset() == 5
-)", scope);
+)",
+           scope);
   EXPECT_TRUE(scope["ok"].cast<bool>());
 }
 
@@ -392,7 +422,8 @@ TEST(OpTeeth, TwoDistinctFaultsInOneOpAreBothReportedEachShrunk) {
   std::vector<json> cases = {o.counterexample, more[0].at("counterexample")};
   for (const auto& k : more[0].at("kinds")) kinds.insert(k.get<std::string>());
   // A values finding is kinded by its input class too ("values (storage offset)").
-  EXPECT_TRUE(kinds.count("values (storage offset)") || kinds.count("raised AssertionError: Invalid dim")) << more.dump();
+  EXPECT_TRUE(kinds.count("values (storage offset)") || kinds.count("raised AssertionError: Invalid dim"))
+      << more.dump();
   bool zeroD = false, offset = false;
   for (const auto& c : cases) {
     ASSERT_EQ(c.at("calls").size(), 1u) << c.dump();
@@ -486,7 +517,8 @@ TEST(OpTeeth, ALostDeviceKeepsTheCaseUnshrunkAndStopsLaterRuns) {
   EXPECT_NE(first.reason.find("device context was lost while running this case (unshrunk)"), std::string::npos)
       << first.reason;
   int64_t numel = 1;
-  for (const auto& s : first.counterexample.at("calls").back().at("tensors").at(0).at("shape")) numel *= s.get<int64_t>();
+  for (const auto& s : first.counterexample.at("calls").back().at("tensors").at(0).at("shape"))
+    numel *= s.get<int64_t>();
   EXPECT_GT(numel, 100) << "the case in flight, not a shrunk one";
   const auto later = runOp("ops-device-lost", "P6", "tanh", "float16");
   EXPECT_EQ(later.status, "error");
@@ -524,7 +556,8 @@ namespace {
 TEST(OpTeeth, P8CatchesAFastPathThatIsNeverTaken) {
   const auto o = test::runFixtureOp("ops-never-fast", "P8", "add.Tensor", "float32", 10);
   ASSERT_EQ(o.status, "fail") << o.reason;
-  EXPECT_NE(o.reason.find("none of the op's 1 LibEntry launch(es) after warm-up took it"), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("none of the op's 1 LibEntry launch(es) after warm-up took it"), std::string::npos)
+      << o.reason;
   ASSERT_EQ(o.observations.at("kernels").size(), 1u) << o.observations.dump();  // [{name, run, run_stock, ...}]
   EXPECT_EQ(o.observations.at("kernels").at(0).at("name"), "add_Tensor_kernel");
   EXPECT_EQ(o.observations.at("kernels").at(0).at("run_stock"), 1);
@@ -620,7 +653,8 @@ added, _, _ = ops.reference("add.Tensor", two, ops.build_cpu(two), True, False, 
 x = ops.build_cpu(one)[0].double()
 ok_refs = ("magnitude" in summed[0] and abs(float(summed[0]["magnitude"]) - float(x.abs().sum())) < 1e-9,
            "magnitude" not in added[0])
-)", scope);
+)",
+           scope);
   EXPECT_EQ(py::str(scope["ok_bounds"]).cast<std::string>(), "(True, True, True, True)");
   EXPECT_EQ(py::str(scope["ok_refs"]).cast<std::string>(), "(True, True)");
 }
@@ -649,7 +683,8 @@ try:
     ok_inplace = False
 except RuntimeError:  # ATen rejects writing an overlapping self, as the device call does
     ok_inplace = True
-)", scope);
+)",
+           scope);
   EXPECT_EQ(py::str(scope["ok_dense"]).cast<std::string>(), "(True, True)");
   EXPECT_TRUE(scope["ok_inplace"].cast<bool>());
 }
@@ -721,9 +756,8 @@ TEST(Timing, P9MeasuresAKnownHostDelayWithinTenPercent) {
     seen += " " + std::to_string(withDelay) + " - " + std::to_string(without) + " (cost " + std::to_string(slow) +
             " - " + std::to_string(fast) + ")";
   }
-  std::sort(measured.begin(), measured.end(), [](const auto& a, const auto& b) {
-    return a.first / a.second < b.first / b.second;
-  });
+  std::sort(measured.begin(), measured.end(),
+            [](const auto& a, const auto& b) { return a.first / a.second < b.first / b.second; });
   const auto [delta, cost] = measured[1];
   RecordProperty("measured_us", std::to_string(delta));
   RecordProperty("cost_us", std::to_string(cost));
@@ -748,7 +782,8 @@ a = [10.0 + (i % 5) * 0.1 for i in range(200)]
 b = [x * 1.5 for x in a]
 s = verdicts.paired_summary(a, b)
 ok = s["pairs"] == 200 and s["ratio_ci95"][0] <= 1.5 <= s["ratio_ci95"][1] and abs(s["ratio_b_over_a"] - 1.5) < 1e-9
-)", scope);
+)",
+           scope);
   EXPECT_TRUE(scope["ok"].cast<bool>());
 }
 

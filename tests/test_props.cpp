@@ -114,8 +114,8 @@ TEST(Coverage, FamiliesAndDtypesCountEveryOpOnce) {
   EXPECT_EQ(rows.at({"nn", "all"}).at("gave_up_because").begin().key(), "CPU ATen ended the process on its samples");
   EXPECT_EQ(rows.at({"reduction and scan", "all"}).value("excluded", 0), 1);
   for (const auto& row : c.at("by_family"))
-    EXPECT_EQ(row.value("ops", 0), row.value("pass", 0) + row.value("fail", 0) + row.value("gave_up", 0) +
-                                       row.value("excluded", 0))
+    EXPECT_EQ(row.value("ops", 0),
+              row.value("pass", 0) + row.value("fail", 0) + row.value("gave_up", 0) + row.value("excluded", 0))
         << row.dump();
 }
 

@@ -100,7 +100,9 @@ TEST(Sandbox, ReusedSnapshotsStillRestoreEverything) {
   pyImport("flagprop_mocks").attr("install")(py::dict("helper"_a = "absent"));
   py::exec("import os\nos.environ['FLAGPROP_KEPT'] = 'a'\nos.environ['FLAGPROP_GONE'] = 'b'\n");
   const char* kEnv = "import os\nos.environ['FLAGPROP_KEPT'] = 'changed'\ndel os.environ['FLAGPROP_GONE']\n";
-  const char* kEnvFp = "import os\nenv = (os.environ.get('FLAGPROP_KEPT'), os.environ.get('FLAGPROP_GONE'), os.getenv('FLAGPROP_LEAK'))\n";
+  const char* kEnvFp =
+      "import os\nenv = (os.environ.get('FLAGPROP_KEPT'), os.environ.get('FLAGPROP_GONE'), "
+      "os.getenv('FLAGPROP_LEAK'))\n";
   const auto env = [&] {
     py::dict scope;
     py::exec(kEnvFp, scope);
@@ -116,7 +118,8 @@ TEST(Sandbox, ReusedSnapshotsStillRestoreEverything) {
       py::exec(kEnv);
       EXPECT_FALSE(env().equal(envBefore)) << "no teeth";
     }
-    EXPECT_TRUE(fingerprint().equal(before)) << "round " << round << ": " << py::repr(fingerprint()).cast<std::string>();
+    EXPECT_TRUE(fingerprint().equal(before))
+        << "round " << round << ": " << py::repr(fingerprint()).cast<std::string>();
     EXPECT_TRUE(env().equal(envBefore)) << "round " << round << ": os.environ " << py::repr(env()).cast<std::string>();
   }
   // Changed between cases (outside a sandbox): the next case starts from it
@@ -127,7 +130,8 @@ TEST(Sandbox, ReusedSnapshotsStillRestoreEverything) {
     py::exec("import sys\nle = sys.modules['flag_gems.utils.libentry']\nle.BETWEEN = 2\nle.LibEntry.run = None\n");
   }
   py::dict scope;
-  py::exec("import sys\nle = sys.modules['flag_gems.utils.libentry']\nv = (le.BETWEEN, le.LibEntry.run is None)\n", scope);
+  py::exec("import sys\nle = sys.modules['flag_gems.utils.libentry']\nv = (le.BETWEEN, le.LibEntry.run is None)\n",
+           scope);
   EXPECT_EQ(py::repr(scope["v"]).cast<std::string>(), "(1, False)");
   py::exec("import sys\ndel sys.modules['flag_gems.utils.libentry'].BETWEEN\n");
   { Sandbox settle; }  // the module dict changed: this one walks sys.modules; the next reuses its copies
@@ -150,7 +154,10 @@ TEST(Sandbox, ReusedSnapshotsStillRestoreEverything) {
       py::exec("import torch\ntorch._flagprop_inner = 1\ntorch.broadcast_shapes = None\n");
     }
     py::dict s2;
-    py::exec("import torch\nv = (hasattr(torch, '_flagprop_outer'), hasattr(torch, '_flagprop_inner'), torch.broadcast_shapes is None)\n", s2);
+    py::exec(
+        "import torch\nv = (hasattr(torch, '_flagprop_outer'), hasattr(torch, '_flagprop_inner'), "
+        "torch.broadcast_shapes is None)\n",
+        s2);
     EXPECT_EQ(py::repr(s2["v"]).cast<std::string>(), "(True, False, False)");
   }
   EXPECT_TRUE(fingerprint().equal(before)) << "after the nested sandboxes";

@@ -115,8 +115,9 @@ TEST(Teeth, P4CatchesAValueKeyedTypePromotionMemo) {
 // --- the verdicts on hand-made observations --------------------------------
 
 json component(bool changed) {
-  return {{"changed", changed}, {"markers", json::array()}, {"wrapped_is_original", false},
-          {"has_wrapped", false}, {"present_before", true},   {"present_after", true}, {"chain_depth", 0}};
+  return {{"changed", changed},   {"markers", json::array()}, {"wrapped_is_original", false},
+          {"has_wrapped", false}, {"present_before", true},   {"present_after", true},
+          {"chain_depth", 0}};
 }
 
 json observation(const json& call, const json& claims = nullptr) {
@@ -127,7 +128,7 @@ json observation(const json& call, const json& claims = nullptr) {
 }
 
 json quietCall() {
-  return {{"status", json::object()}, {"warnings", json::array()}, {"logs", json::array()}, {"raised", ""},
+  return {{"status", json::object()},  {"warnings", json::array()},  {"logs", json::array()}, {"raised", ""},
           {"returned_normally", true}, {"exceptions", json::array()}};
 }
 
@@ -209,7 +210,8 @@ exec("def install():\n    try:\n        {}['x']\n    except KeyError:\n        p
 before = sys.gettrace()
 res = observe.call_installer(mod.install, mod)
 after = sys.gettrace()
-)", scope);
+)",
+           scope);
   EXPECT_TRUE(scope["after"].is(scope["before"]));
   const json res = toJson(scope["res"]);
   EXPECT_EQ(res.at("raised"), "ValueError: boom");
@@ -232,7 +234,8 @@ class Strict(mocks.MockTensorDescriptor):
         base.data_ptr()  # what Triton's __post_init__ effectively needs
 d = launch._bare_descriptor(Strict, {"descriptor": "triton", "shape": [4, 8], "strides": [8, 1], "block_shape": [2, 2]})
 ok = isinstance(d, Strict) and d.shape == [4, 8] and d.block_shape == [2, 2]
-)", scope);
+)",
+           scope);
   EXPECT_TRUE(scope["ok"].cast<bool>());
 }
 
@@ -261,8 +264,10 @@ mod.__file__ = path
 full = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch")["components"]
 r5 = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch_r5")["components"]
 missing = observe.claimed_components(mod, "no_such_function")
-)", scope);
-  EXPECT_EQ(toJson(scope["full"]), json::array({"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"}));
+)",
+           scope);
+  EXPECT_EQ(toJson(scope["full"]),
+            json::array({"descriptor_helper", "key", "type_promotion_memo", "run", "broadcast_memo"}));
   EXPECT_EQ(toJson(scope["r5"]), json::array({"descriptor_helper", "key", "run", "broadcast_memo"}));
   EXPECT_TRUE(scope["missing"].is_none());
 }

@@ -142,7 +142,6 @@ above says which and why); 130 interrupted (Ctrl-C or SIGTERM: the target
 processes are stopped and the report of what ran is written).
 )";
 
-
 struct Cli {
   std::string command;
   std::vector<std::string> manifests;
@@ -153,16 +152,16 @@ struct Cli {
   bool isolate = true;
   bool list = false, quiet = false, verbose = false;
   std::vector<std::string> targetPatterns;  // --target
-  int jobs = 1;                              // --jobs: processes per target (its ops sharded over them)
-  std::vector<std::string> devices;          // --devices: a device index per shard, round robin
-  std::string tritonCache;                   // --triton-cache
-  int budgetSeconds = 0;                     // --budget: the whole run's wall time; 0 = none
-  int caseTimeoutSeconds = 300;              // --case-timeout
-  int consoleFd = -1;                        // run-target: where its console lines go (the parent's stdout)
-  int keyFd = -1;                            // run-target: where the document key is read from (then closed)
-  long parentPid = 0;                        // run-target: the flagprop run that launched it (dies with it)
-  bool progress = false;                     // run-target: a progress line on consoleFd
-  std::string db = defaultExampleDb();       // --db / --no-db (""): the example database
+  int jobs = 1;                             // --jobs: processes per target (its ops sharded over them)
+  std::vector<std::string> devices;         // --devices: a device index per shard, round robin
+  std::string tritonCache;                  // --triton-cache
+  int budgetSeconds = 0;                    // --budget: the whole run's wall time; 0 = none
+  int caseTimeoutSeconds = 300;             // --case-timeout
+  int consoleFd = -1;                       // run-target: where its console lines go (the parent's stdout)
+  int keyFd = -1;                           // run-target: where the document key is read from (then closed)
+  long parentPid = 0;                       // run-target: the flagprop run that launched it (dies with it)
+  bool progress = false;                    // run-target: a progress line on consoleFd
+  std::string db = defaultExampleDb();      // --db / --no-db (""): the example database
 };
 
 std::string ident(std::string s) {
@@ -180,8 +179,6 @@ bool number(const std::string& s, unsigned long long& out) {
   return errno == 0 && end && *end == '\0';
 }
 
-
-
 // One option with a value; returns "" or the usage error.
 std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) {
   unsigned long long n = 0;
@@ -198,8 +195,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--report-dir") {
     if (v.empty()) return "--report-dir needs a folder";
     cli.reportDir = v;
-  }
-  else if (opt == "--precompile") {
+  } else if (opt == "--precompile") {
     if (!number(v, n) || n > 256) return "--precompile needs a number of processes from 0 (none) to 256";
     cli.target.precompileWorkers = static_cast<int>(n);
   } else if (opt == "--jobs") {
@@ -227,8 +223,7 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--target") {
     if (v.empty()) return "--target needs a name or a shell pattern";
     cli.targetPatterns.push_back(v);
-  }
-  else if (opt == "--property") {
+  } else if (opt == "--property") {
     const std::string why = checkRunKey(v);
     if (!why.empty()) return "--property " + v + ": " + why;
     cli.target.selection.properties.push_back(v);
@@ -258,27 +253,28 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--timeout") {
     if (!number(v, n) || n == 0 || n > 604800) return "--timeout needs a number of seconds from 1 to 604800";
     cli.timeoutSeconds = static_cast<int>(n);
-  } else if (opt == "--out" && cli.command == "run-target") cli.out = v;
+  } else if (opt == "--out" && cli.command == "run-target")
+    cli.out = v;
   else if (opt == "--console-fd" && cli.command == "run-target") {
     if (!number(v, n) || n > 1024) return "--console-fd needs a file descriptor";
     cli.consoleFd = static_cast<int>(n);
-  }
-  else if (opt == "--repro-dir" && cli.command == "run-target") cli.reproDir = v;
+  } else if (opt == "--repro-dir" && cli.command == "run-target")
+    cli.reproDir = v;
   else if (opt == "--key-fd" && cli.command == "run-target") {
     if (!number(v, n) || n > 1024) return "--key-fd needs a file descriptor";
     cli.keyFd = static_cast<int>(n);
   } else if (opt == "--parent" && cli.command == "run-target") {
     if (!number(v, n) || n == 0 || n > (1ull << 31)) return "--parent needs a process id";
     cli.parentPid = static_cast<long>(n);
-  }
-  else if (opt == "--resume" && cli.command == "run-target") cli.target.resumeFrom = v;
+  } else if (opt == "--resume" && cli.command == "run-target")
+    cli.target.resumeFrom = v;
   else if (opt == "--db") {
     if (v.empty()) return "--db needs a folder";
     std::error_code ec;
     if (fs::exists(v, ec) && !fs::is_directory(v, ec)) return "--db " + v + ": a file, not a folder";
     cli.db = fs::absolute(v).string();
-  }
-  else return "unknown option '" + opt + "' (try flagprop --help)";
+  } else
+    return "unknown option '" + opt + "' (try flagprop --help)";
   return "";
 }
 
@@ -287,9 +283,9 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
   cli.command = args[0];
   if (cli.command != "run" && cli.command != "run-target")
     return "unknown command '" + cli.command + "' (try flagprop --help)";
-  const std::map<std::string, bool*> flags = {{"--no-isolate", nullptr}, {"--unverified", &cli.target.unverified},
-                                              {"--list", &cli.list},        {"--quiet", &cli.quiet},
-                                              {"--verbose", &cli.verbose},  {"--progress", &cli.progress},
+  const std::map<std::string, bool*> flags = {{"--no-isolate", nullptr},   {"--unverified", &cli.target.unverified},
+                                              {"--list", &cli.list},       {"--quiet", &cli.quiet},
+                                              {"--verbose", &cli.verbose}, {"--progress", &cli.progress},
                                               {"--no-db", nullptr}};
   for (size_t i = 1; i < args.size(); ++i) {
     std::string opt = args[i], value;
@@ -301,16 +297,20 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     }
     if (flags.count(opt)) {
       if (inlineValue) return opt + " takes no value";
-      if (opt == "--no-isolate") cli.isolate = false;
-      else if (opt == "--no-db") cli.db.clear();
-      else *flags.at(opt) = true;
+      if (opt == "--no-isolate")
+        cli.isolate = false;
+      else if (opt == "--no-db")
+        cli.db.clear();
+      else
+        *flags.at(opt) = true;
       continue;
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
     static const std::vector<std::string> known = {
-        "--manifest", "--report-dir", "--target", "--property", "--op",       "--dtype",        "--cases",
-        "--seed",     "--reproduce",  "--timeout", "--jobs",    "--devices",  "--triton-cache", "--budget",
-        "--case-timeout", "--precompile", "--out",    "--repro-dir", "--resume", "--console-fd", "--key-fd", "--parent", "--db"};
+        "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
+        "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
+        "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
+        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
@@ -331,7 +331,8 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
       const std::string id = key.substr(0, a), op = a == std::string::npos ? "" : key.substr(a + 1, b - a - 1),
                         dtype = b == std::string::npos ? "" : key.substr(b + 1);
       if (!cli.target.selection.takes(id, op, dtype))
-        return "--reproduce: the string replays " + key + ", which the --property / --op / --dtype given do not "
+        return "--reproduce: the string replays " + key +
+               ", which the --property / --op / --dtype given do not "
                "select (leave them out: the string names what it replays)";
     }
     if (cli.target.selection.properties.empty()) cli.target.selection.properties = keys;
@@ -383,8 +384,8 @@ int runTargetCommand(const Cli& cli) {
     }
     if (!reproDir.empty() && o.status == "pass" && o.observations.contains("timing")) {
       try {  // the plots go beside the reproducers' folder
-        doc["results"].back()["plot"] = writeAbPlot(
-            (fs::path(reproDir).parent_path() / "plots").string(), doc.value("name", std::string("target")), o);
+        doc["results"].back()["plot"] = writeAbPlot((fs::path(reproDir).parent_path() / "plots").string(),
+                                                    doc.value("name", std::string("target")), o);
       } catch (const std::exception& e) {
         const std::string what = e.what();
         doc["results"].back()["plot_error"] = what.substr(0, what.find('\n'));
@@ -443,7 +444,8 @@ std::string prepareReportDir(const std::string& dir, int& lockFd) {
                       fs::is_directory(fs::path(dir) / "targets", ec));
     } catch (const std::exception&) {
     }
-    if (!empty && !ours) return "--report-dir " + dir + " exists and holds no flagprop report; choose a new or empty folder";
+    if (!empty && !ours)
+      return "--report-dir " + dir + " exists and holds no flagprop report; choose a new or empty folder";
   }
   fs::create_directories(dir, ec);
   if (ec) return "cannot create --report-dir " + dir + ": " + ec.message();
@@ -530,8 +532,11 @@ std::vector<Planned> planTargets(const std::vector<std::string>& manifests, json
       paths = expandManifest(m);
     } catch (const std::exception& e) {
       std::string name = fs::path(m).stem().string();
-      docs.push_back({{"name", name}, {"manifest", fs::absolute(m).string()}, {"status", "error"},
-                      {"error", e.what()}, {"results", json::array()}});
+      docs.push_back({{"name", name},
+                      {"manifest", fs::absolute(m).string()},
+                      {"status", "error"},
+                      {"error", e.what()},
+                      {"results", json::array()}});
       continue;
     }
     for (const auto& p : paths) {
@@ -585,8 +590,12 @@ SupervisorOptions supervisorOptions(const Cli& cli, const std::string& self) {
 }
 
 json runInfo(const Cli& cli, const std::string& self, const std::vector<std::string>& argv, const std::string& dir) {
-  json info = {{"seed", std::to_string(cli.target.run.seed)}, {"command", argv}, {"report_dir", dir},
-               {"flagprop", self}, {"python", FLAGPROP_PYTHON_EXE}, {"manifests", json::array()}};
+  json info = {{"seed", std::to_string(cli.target.run.seed)},
+               {"command", argv},
+               {"report_dir", dir},
+               {"flagprop", self},
+               {"python", FLAGPROP_PYTHON_EXE},
+               {"manifests", json::array()}};
   if (!cli.target.run.reproduce.empty()) info["reproduce"] = cli.target.run.reproduce;
   for (const auto& m : cli.manifests) info["manifests"].push_back(fs::absolute(m).string());
   return info;
@@ -612,7 +621,8 @@ std::string writeReportFiles(const std::string& dir, const std::vector<std::stri
   for (const auto& f : pythonFolders()) folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
   std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", "-c", kCode, fs::absolute(dir).string(), folders};
   argv.insert(argv.end(), what.begin(), what.end());
-  const std::string log = (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
+  const std::string log =
+      (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
   std::error_code ec;
   fs::remove(log, ec);
   ChildSpec writer{argv, log};
@@ -679,7 +689,8 @@ int listTargets(const Cli& cli, const std::vector<Planned>& chosen, const json& 
     std::cout << "\n";
   }
   for (const auto& d : errors)
-    std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "") << "\n";
+    std::cout << d.value("name", "?") << "\t" << d.value("manifest", "") << "\ttarget error: " << d.value("error", "")
+              << "\n";
   if (unselected) std::cout << "(" << unselected << " target(s) with nothing selected are left out)\n";
   return 0;
 }
@@ -708,7 +719,8 @@ void recordOrphans(json& doc) {
 json runChosen(const Cli& cli, const SupervisorOptions& supervise, const Planned& t, const std::string& out,
                const std::string& dir) {
   if (!t.error.empty())
-    return {{"name", t.name}, {"manifest", t.path}, {"status", "error"}, {"error", t.error}, {"results", json::array()}};
+    return {
+        {"name", t.name}, {"manifest", t.path}, {"status", "error"}, {"error", t.error}, {"results", json::array()}};
   if (!cli.isolate) {
     Cli child = cli;
     child.command = "run-target";
@@ -776,9 +788,12 @@ int runExitStatus(const json& report, const json& docs) {
     return 130;
   }
   const size_t unexpected = report.at("summary").at("unexpected").size();
-  if (stopped) std::cout << "verdict: not every run ran (--budget or an interruption): exit 1" << std::endl;
-  else if (unexpected) std::cout << "verdict: " << unexpected << " unexpected result(s), listed above: exit 1" << std::endl;
-  else std::cout << "verdict: every result as the manifests expect: exit 0" << std::endl;
+  if (stopped)
+    std::cout << "verdict: not every run ran (--budget or an interruption): exit 1" << std::endl;
+  else if (unexpected)
+    std::cout << "verdict: " << unexpected << " unexpected result(s), listed above: exit 1" << std::endl;
+  else
+    std::cout << "verdict: every result as the manifests expect: exit 0" << std::endl;
   return unexpected == 0 && !stopped ? 0 : 1;
 }
 
@@ -813,8 +828,8 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
     json doc = runChosen(cli, supervise, chosen[i], dir + "/targets/" + stem + ".json", dir);
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (stopRequested()) {
-      std::cout << "flagprop: interrupted; the report holds the targets run so far ("
-                << chosen.size() - i - 1 << " not started)" << std::endl;
+      std::cout << "flagprop: interrupted; the report holds the targets run so far (" << chosen.size() - i - 1
+                << " not started)" << std::endl;
       break;
     }
   }
@@ -830,8 +845,10 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   size_t unselected = 0;
   for (auto& t : planned) {
     const bool selected = matchesAny(cli.targetPatterns, t) && (!t.target || mayRun(*t.target, cli.target.selection));
-    if (selected) chosen.push_back(std::move(t));
-    else ++unselected;
+    if (selected)
+      chosen.push_back(std::move(t));
+    else
+      ++unselected;
   }
   if (chosen.empty() && errors.empty()) return nothingToRun(cli, planned);
   if (cli.list) return listTargets(cli, chosen, errors, unselected);
@@ -850,7 +867,8 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   const std::string dir = fs::absolute(cli.reportDir).string();
   const json info = runInfo(cli, self, argv, dir);
   std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
-            << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string()) << ", "
+            << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string())
+            << ", "
             << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)
                                                  : std::string("replaying a reproduce string"))
             << ", report in " << shownPath(dir) << std::endl;
@@ -883,14 +901,15 @@ int listCommand(const std::string& what) {
 }
 
 json schemaJson(const OpSchema& s) {
-  json j = {{"name", s.name}, {"schema", s.text}, {"cpu_kernel", s.cpuKernel}, {"random", s.randomized},
-            {"args", json::array()}, {"returns", json::array()}};
+  json j = {{"name", s.name},         {"schema", s.text},      {"cpu_kernel", s.cpuKernel},
+            {"random", s.randomized}, {"args", json::array()}, {"returns", json::array()}};
   for (const auto& a : s.args) {
     json x = {{"name", a.name}, {"type", a.type}, {"kwarg_only", a.kwargOnly}, {"out", a.out}, {"written", a.written}};
     if (a.defaultKnown) x["default"] = a.defaultValue;
     j["args"].push_back(x);
   }
-  for (const auto& r : s.returns) j["returns"].push_back({{"type", r.type}, {"aliased", r.aliased}, {"written", r.written}});
+  for (const auto& r : s.returns)
+    j["returns"].push_back({{"type", r.type}, {"aliased", r.aliased}, {"written", r.written}});
   return j;
 }
 
@@ -945,16 +964,20 @@ std::string selfPath(const char* argv0) {
 // run and run-target); `flagprop --help`: every command, then the run options.
 void printHelp(const std::string& command) {
   static const std::map<std::string, std::string> usage = {
-      {"run", "usage: flagprop run [options]\n\nRuns every target (default: the built-in fixture matrix on the CPU) "
-              "and writes a report.\n"},
-      {"run-target", "usage: flagprop run-target --manifest M --out FILE [options]\n\nOne target in this process "
-                     "(what `flagprop run` starts per target); writes its target document to FILE.\n"},
-      {"drafts", "usage: flagprop drafts REPORT_DIR\n\nWrites a bug-report draft per distinct failure of a report "
-                 "(REPORT_DIR/drafts/); `flagprop run` writes them too.\n"},
+      {"run",
+       "usage: flagprop run [options]\n\nRuns every target (default: the built-in fixture matrix on the CPU) "
+       "and writes a report.\n"},
+      {"run-target",
+       "usage: flagprop run-target --manifest M --out FILE [options]\n\nOne target in this process "
+       "(what `flagprop run` starts per target); writes its target document to FILE.\n"},
+      {"drafts",
+       "usage: flagprop drafts REPORT_DIR\n\nWrites a bug-report draft per distinct failure of a report "
+       "(REPORT_DIR/drafts/); `flagprop run` writes them too.\n"},
       {"html", "usage: flagprop html REPORT_DIR\n\nWrites REPORT_DIR/report.html from its report.json.\n"},
-      {"ops", "usage: flagprop ops [--flaggems | NAME...]\n\nThe hand-written catalog (op, dtypes, ATen schema); "
-              "with --flaggems every overload FlagGems registers and how flagprop judges it or why it is "
-              "excluded; with names, each ATen overload's schema as flagprop reads it, and its class.\n"},
+      {"ops",
+       "usage: flagprop ops [--flaggems | NAME...]\n\nThe hand-written catalog (op, dtypes, ATen schema); "
+       "with --flaggems every overload FlagGems registers and how flagprop judges it or why it is "
+       "excluded; with names, each ATen overload's schema as flagprop reads it, and its class.\n"},
       {"properties", "usage: flagprop properties\n\nThe properties: id, title, when it holds.\n"},
       {"seed-case", "usage: flagprop seed-case\n\nThe published seed case (native_layer_norm) as a case.\n"}};
   const auto it = usage.find(command);

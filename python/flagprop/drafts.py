@@ -41,7 +41,8 @@ PROPERTY_STATEMENTS = {
     "P2": ("idempotence", "a second install changes nothing, wraps nothing twice and reports a skip again"),
     "P3": ("stock fallback", "launches the fast path cannot express reach the stock run and give its result"),
     "P4": ("key equivalence", "the fast key, descriptor helper and memos answer as the stock ones do"),
-    "P5": ("numerics", "the device result matches the reference within tolerance (the same call with FlagGems off where the target has a control, else CPU ATen); patched equals unpatched bitwise"),
+    "P5": ("numerics", "the device result matches the reference within tolerance (the same call with FlagGems off "
+                       "where the target has a control, else CPU ATen); patched equals unpatched bitwise"),
     "P6": ("aliasing and metadata",
            "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"),
     "P7": ("stream semantics",

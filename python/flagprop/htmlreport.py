@@ -70,7 +70,8 @@ COUNTEREXAMPLE_LIMIT = 6000
 PLOT_LIMIT = 5 * 1024 * 1024
 
 _CSS = """
-body{font:14px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:16px 22px;color:#1a1a1a;background:#fff}
+body{font:14px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:16px 22px;
+color:#1a1a1a;background:#fff}
 h1{font-size:22px;margin:0 0 4px}
 h2{font-size:18px;margin:22px 0 8px;border-bottom:1px solid #ccc;padding-bottom:2px}
 h3{font-size:16px;margin:18px 0 6px}
@@ -88,7 +89,8 @@ thead th{background:#eee;position:sticky;top:0}
 .pt{display:block;font-weight:normal;font-size:11px;color:#444}
 td.c{width:8.8em;max-width:8.8em;font-size:12px}
 td.c .s{font-weight:700;display:block;white-space:nowrap}
-td.c .r{display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden;color:#333;font-size:11px;word-break:break-word}
+td.c .r{display:-webkit-box;-webkit-line-clamp:2;-webkit-box-orient:vertical;overflow:hidden;color:#333;
+font-size:11px;word-break:break-word}
 table.ops td.c{width:14em;max-width:14em}
 th.tn{white-space:nowrap;font-weight:600}
 th.tn .pin,th.tn .note{display:block;font-weight:normal;font-size:11px;color:#444}
@@ -363,7 +365,8 @@ def _summary(report, ids):
             link = ids.find(u.get("target"), key) if r else anchor("t", u.get("target"))
             expected = r.get("expected", "pass or skip") if r else "a loadable target"
             shown = _e(key) if not link else '<a href="#%s">%s</a>' % (_e(link), _e(key))
-            out.append('<tr><td>%s</td><td>%s</td><td class="c st-%s unexp"><span class="s"><span class="bang">!</span>%s</span></td>'
+            out.append('<tr><td>%s</td><td>%s</td><td class="c st-%s unexp">'
+                       '<span class="s"><span class="bang">!</span>%s</span></td>'
                        '<td>%s</td><td title="%s">%s</td></tr>'
                        % (_e(u.get("target")), shown, _e(status), _e(status), _e(expected),
                           _e(u.get("reason")), _e(shorten(u.get("reason"), 160))))
@@ -418,7 +421,8 @@ def _matrix(report, columns, ids):
         if t.get("status") != "ok":
             err = t.get("error") or t.get("crash") or "target error"
             out.append('<tr data-target="%s">%s<td class="c st-error unexp" colspan="%d" data-prop="*" data-status="error" '
-                       'title="%s"><span class="s"><span class="bang">!</span>target error</span><span class="r">%s</span></td></tr>'
+                       'title="%s"><span class="s"><span class="bang">!</span>target error</span>'
+                       '<span class="r">%s</span></td></tr>'
                        % (_e(name), head, len(columns), _e(err), _e(shorten(err, 200))))
             continue
         results = [r for r in (t.get("results") or []) if isinstance(r, dict)]
@@ -531,7 +535,8 @@ def _provenance(t):
     if t.get("crash"):
         out.append('<div class="st-error">process ended: %s</div>' % _e(t["crash"]))
     for c in t.get("crashes") or []:
-        out.append("<div>crash at <code>%s</code>: %s (a fresh process went on)</div>" % (_e(c.get("key", "")), _e(c.get("why", ""))))
+        out.append("<div>crash at <code>%s</code>: %s (a fresh process went on)</div>"
+                   % (_e(c.get("key", "")), _e(c.get("why", ""))))
     out.append("</div>")
     return "".join(out)
 
@@ -692,7 +697,8 @@ def _plots(t, report_dir):
             continue
         size = os.path.getsize(found)
         if size > PLOT_LIMIT:
-            out.append('<p class="muted">%s (plot of %d bytes not embedded: <code>%s</code>)</p>' % (_e(caption), size, _e(found)))
+            out.append('<p class="muted">%s (plot of %d bytes not embedded: <code>%s</code>)</p>'
+                       % (_e(caption), size, _e(found)))
             continue
         with open(found, "rb") as f:
             data = base64.b64encode(f.read()).decode("ascii")

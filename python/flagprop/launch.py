@@ -251,13 +251,13 @@ def build_launches(case):
     params = case["mock"]["params"]
     sets = [[value_from_json(v) for v in vals] for vals in case["arg_sets"]]
     out = []
-    for l in case["launches"]:
-        vals = sets[l["arg_set"] % len(sets)]
-        npos = min(l.get("positional", len(vals)), len(vals)) if l["kind"] == "partial" else len(vals)
+    for launch in case["launches"]:
+        vals = sets[launch["arg_set"] % len(sets)]
+        npos = min(launch.get("positional", len(vals)), len(vals)) if launch["kind"] == "partial" else len(vals)
         kwargs = {params[i]["name"]: vals[i] for i in range(npos, len(vals))}
-        if l["kind"] == "extra_kwargs":
+        if launch["kind"] == "extra_kwargs":
             kwargs["num_stages"] = 2
         tensors = [v for v in vals if isinstance(v, torch.Tensor)]
-        out.append({"kind": l["kind"], "args": list(vals[:npos]), "kwargs": kwargs, "grid": l["grid"],
-                    "callable_grid": l["kind"] == "callable_grid", "out": tensors[-1] if tensors else None})
+        out.append({"kind": launch["kind"], "args": list(vals[:npos]), "kwargs": kwargs, "grid": launch["grid"],
+                    "callable_grid": launch["kind"] == "callable_grid", "out": tensors[-1] if tensors else None})
     return out

@@ -120,16 +120,16 @@ def run_launches(case, stock_run, stock_calls, device):
     a_entry, b_entry = _entry(variant), _entry(variant)
     sets = _arg_sets(case, device)
     out = []
-    for l in case["launches"]:
-        s = sets[l["arg_set"] % len(sets)]
+    for entry in case["launches"]:
+        s = sets[entry["arg_set"] % len(sets)]
         outs = {}
-        res = {"kind": l["kind"], "raised_a": "", "raised_b": "", "entry_needs_stock": variant != "jit"}
+        res = {"kind": entry["kind"], "raised_a": "", "raised_b": "", "entry_needs_stock": variant != "jit"}
         before_stock, n_before = stock_calls(), len(_cache(a_entry))
         rets = {}
         for tag, call in (("a", lambda *a, grid, **k: a_entry[grid](*a, **k)),
                           ("b", lambda *a, grid, **k: stock_run(b_entry, *a, grid=grid, warmup=False, **k))):
             outs[tag] = torch.full((s["n"],), 77.0, device=device)
-            args, kwargs, grid = _launch_args(variant, l["kind"], s, outs[tag])
+            args, kwargs, grid = _launch_args(variant, entry["kind"], s, outs[tag])
             try:
                 rets[tag] = call(*args, grid=grid, **kwargs)
             except Exception as e:

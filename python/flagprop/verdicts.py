@@ -420,7 +420,10 @@ def compare_close(actual, expected, rtol, atol):
         return ""
     if actual.is_complex() or expected.is_complex():  # real and imaginary parts, each within the tolerance
         torch = _torch()
-        as_real = lambda t: torch.view_as_real(t.to(torch.complex128) if t.is_complex() else t.double().to(torch.complex128))
+
+        def as_real(t):
+            return torch.view_as_real(t.to(torch.complex128) if t.is_complex() else t.double().to(torch.complex128))
+
         return compare_close(as_real(actual), as_real(expected), rtol, atol)
     a = actual.double().reshape(-1)
     e = expected.double().reshape(-1)
@@ -704,7 +707,6 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
     control = obs.get("control")
     raised = 0
     for k, rec in enumerate(pas["calls"]):
-        call = case["calls"][k]
         expected = obs["expected"][k]
         where = "call %d%s" % (k, tag)
         ctl = control["calls"][k] if control else None

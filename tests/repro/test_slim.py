@@ -492,7 +492,6 @@ class RealModules(unittest.TestCase):
             sys.modules.update(saved)
             sys.path[:] = path
 
-
     def test_command_line(self):
         work = tempfile.mkdtemp()
         try:

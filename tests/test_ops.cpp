@@ -706,14 +706,15 @@ TEST(OpTeeth, EveryCaseStartsWithoutTheLastCasesStage) {
   std::filesystem::remove(path);
 }
 
-// The median of what the mock's stock runs took since `clearStockRuns`, µs
-// per call, from entry to return.
-double medianStockRunUs() {
+// The 10th percentile of what the mock's stock runs took since
+// `clearStockRuns`, µs per call, from entry to return: the same statistic
+// as P9's p10_delta_us, which a loaded or noisy host disturbs least.
+double p10StockRunUs() {
   py::gil_scoped_acquire gil;
   auto took = py::module_::import("flagprop_mocks.libentry").attr("STOCK_RUN_US").cast<std::vector<double>>();
   if (took.empty()) return 0;
-  std::nth_element(took.begin(), took.begin() + took.size() / 2, took.end());
-  return took[took.size() / 2];
+  std::nth_element(took.begin(), took.begin() + took.size() / 10, took.end());
+  return took[took.size() / 10];
 }
 
 void clearStockRuns() {
@@ -724,8 +725,8 @@ void clearStockRuns() {
 // P9's calibration: the mock's stock run spends a known delay per call
 // (100 µs asked) that the fast run skips. Patch off minus patch on, less the
 // same difference without the delay, must come out within 10 % of the
-// delay's whole cost to the stock path: the median stock run with the delay
-// less the median without, measured inside the mock. (That is the loop's
+// delay's whole cost to the stock path: the stock run with the delay less
+// the one without (10th percentiles, as P9's delta), measured inside the mock. (That is the loop's
 // 100 µs, plus, on some virtual hosts, 10-20 µs by which the rest of the
 // stock run slows after it: measured against the loop's time alone the test
 // failed on an idle 2-core host, 113-123 µs.) Differences of the 10th
@@ -747,10 +748,10 @@ TEST(Timing, P9MeasuresAKnownHostDelayWithinTenPercent) {
   for (int i = 0; i < 3; ++i) {
     clearStockRuns();
     const double withDelay = hostTiming(delayed).at("p10_delta_us").get<double>();
-    const double slow = medianStockRunUs();
+    const double slow = p10StockRunUs();
     clearStockRuns();
     const double without = hostTiming(baseline).at("p10_delta_us").get<double>();
-    const double fast = medianStockRunUs();
+    const double fast = p10StockRunUs();
     ASSERT_GE(slow, asked) << "the mock's delayed runs did not run (or not for the delay asked)";
     measured.emplace_back(withDelay - without, slow - fast);
     seen += " " + std::to_string(withDelay) + " - " + std::to_string(without) + " (cost " + std::to_string(slow) +

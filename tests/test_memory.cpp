@@ -52,13 +52,20 @@ fs::path scratch(const std::string& what) {
 
 const std::string kFixtures = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures";
 
+// Fixture manifest `file` (fixtures/targets/) with its installer and ops
+// paths made absolute, to be written elsewhere.
+json fixtureManifest(const std::string& file) {
+  json m = load(kFixtures + "/targets/" + file);
+  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
+  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  return m;
+}
+
 // fixtures/targets/ops-sum-drops-element.json with its op's fault on or off
 // (same target name: the "fixed" version of the same target), written into
 // `dir` with absolute paths.
 fs::path sumManifest(const fs::path& dir, bool fault) {
-  json m = load(kFixtures + "/targets/ops-sum-drops-element.json");
-  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
-  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  json m = fixtureManifest("ops-sum-drops-element.json");
   m["ops"]["globals"]["FAULTS"] = fault ? json::array({"sum_drops_element"}) : json::array();
   m["properties"] = {"P5"};
   m["expect"] = fault ? json{{"P5", "fail"}} : json::object();
@@ -228,9 +235,7 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
   EXPECT_FALSE(r.at("summary").contains("db"));
   EXPECT_NE(out.find(": P5 flaky 1/1 ("), std::string::npos) << out;  // as the manifest expects: its cell alone
   // A manifest that expects a plain fail sees an unexpected result.
-  json m = load(kFixtures + "/targets/ops-flaky.json");
-  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
-  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  json m = fixtureManifest("ops-flaky.json");
   m["expect"] = {{"P5", "fail"}};
   std::ofstream(d / "expects-fail.json") << m.dump(2);
   EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --manifest " + (d / "expects-fail.json").string() +
@@ -247,10 +252,8 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
 // a plain fail, with the fresh judging in its tally, never flaky.
 TEST(Memory, AFaultOfEveryFirstCallIsAFailNotFlaky) {
   const fs::path d = scratch("first-call");
-  json m = load(kFixtures + "/targets/ops-flaky.json");
+  json m = fixtureManifest("ops-flaky.json");
   m["name"] = "fixture-ops-first-call";
-  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
-  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
   m["ops"]["globals"]["FAULTS"] = {"first_call_mean"};
   m["expect"] = {{"P5", "fail"}};
   std::ofstream(d / "first-call.json") << m.dump(2);
@@ -325,9 +328,7 @@ TEST(Memory, DiffBetweenTwoPinsOfOneRun) {
 // only the first time).
 TEST(Memory, ADeathThatDoesNotRecurInAFreshProcessIsFlaky) {
   const fs::path d = scratch("crash-once");
-  json m = load(kFixtures + "/targets/ops-segfault.json");
-  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
-  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  json m = fixtureManifest("ops-segfault.json");
   m["ops"]["globals"] = {{"FAULTS", json::array()}, {"CRASH_ONCE", (d / "crashed-once").string()}};
   m["catalog"] = {"rsqrt"};
   m["properties"] = {"P5"};
@@ -423,9 +424,7 @@ TEST(Memory, ABrokenOrForeignStoredExampleNeverDecidesAVerdict) {
 // is a confirmed fail, not lost again (LOSE_DEVICE_ONCE) is flaky.
 TEST(Memory, ALostDeviceThatDoesNotRecurInAFreshProcessIsFlaky) {
   const fs::path d = scratch("lost-once");
-  json m = load(kFixtures + "/targets/ops-device-lost.json");
-  m["ops"]["path"] = kFixtures + "/ops/example_ops.py";
-  m["installer"]["path"] = kFixtures + "/installers/example_installer.py";
+  json m = fixtureManifest("ops-device-lost.json");
   m["ops"]["globals"] = {{"FAULTS", json::array()}, {"LOSE_DEVICE_ONCE", (d / "lost-once").string()}};
   m["properties"] = {"P5"};
   m["dtypes"] = {"float32"};

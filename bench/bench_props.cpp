@@ -3,17 +3,24 @@
 // 1. Cases per second for P1-P4 on the CPU mocks, and the harness's own cost
 //    per case in µs (sandbox + mock build + installer load, without
 //    RapidCheck and without the property's checks).
-// 2. P5 per catalog op and dtype on OPS_MANIFEST (default: stock ATen on the
+// 2. P9's calibration on the real clock: the delay the mock's stock run
+//    spends (fixtures/targets/ops-timing-calibration.json), as P9 measures
+//    it and as the mock measures it from inside, in µs (the test of the
+//    same on a virtual clock is exact; this is the figure a host gives).
+// 3. P5 per catalog op and dtype on OPS_MANIFEST (default: stock ATen on the
 //    CPU, fixtures/targets/aten-cpu.json; on a GPU host e.g.
 //    matrix/targets/h200-flaggems-ops.json): cases per second, the share of
 //    time in the CPU reference, in the op under test and in the harness (and
 //    the harness's own parts: inputs, verdicts, sandbox, other), and
 //    Triton compilations per 100 cases.
 #include "catalog/catalog.h"
+#include "core/files.h"
 #include "core/sandbox.h"
 #include "suites/registry.h"
+#include "targets/manifest.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -76,6 +83,46 @@ void harnessCost(TargetSession& s, int cases) {
   }
 }
 
+// P9's p10_delta_us (µs per call, patch off minus on) for tanh float32, and
+// the 10th percentile of the mock's stock runs in µs (its STOCK_RUN_US,
+// cleared first).
+std::pair<double, double> p9Delta(TargetSession& s) {
+  Selection sel;
+  sel.properties = {"P9/tanh/float32"};
+  const auto runs = opRuns(s, {findProperty("P9")}, sel);
+  py::gil_scoped_acquire gil;
+  const py::object stockRuns = py::module_::import("flagprop_mocks.libentry").attr("STOCK_RUN_US");
+  stockRuns.attr("clear")();
+  double delta = std::nan("");
+  {
+    py::gil_scoped_release nogil;
+    const PropertyOutcome o = runProperty(runs.at(0), benchOptions(1));
+    if (o.status == "pass") delta = o.observations.at("timing").at("summary").at("host").at("p10_delta_us");
+  }
+  auto took = stockRuns.cast<std::vector<double>>();
+  if (took.empty()) return {delta, std::nan("")};
+  std::nth_element(took.begin(), took.begin() + took.size() / 10, took.end());
+  return {delta, took[took.size() / 10]};
+}
+
+void p9Calibration(int repeats) {
+  TargetSession delayed(loadTarget(fixturesDir() + "/targets/ops-timing-calibration.json"));
+  json j = json::parse(readFile(fixturesDir() + "/targets/ops-timing-calibration.json"));
+  const double asked = j["flag_gems"]["mock"]["run_delay_us"].get<double>();
+  j["flag_gems"]["mock"]["run_delay_us"] = 0;
+  j["name"] = "timing-baseline";
+  TargetSession baseline(parseTarget(j, fixturesDir() + "/targets/baseline.json", fixturesDir() + "/targets"));
+  baseline.setupOps({});
+  std::printf("\nP9 calibration on the real clock: the mock's stock run spins %.0f us more per call\n", asked);
+  std::printf("%-7s %14s %14s %10s\n", "repeat", "P9 delta us", "its cost us", "error %");
+  for (int i = 0; i < repeats; ++i) {
+    const auto [withDelay, slow] = p9Delta(delayed);
+    const auto [without, fast] = p9Delta(baseline);
+    const double delta = withDelay - without, cost = slow - fast;
+    std::printf("%-7d %14.1f %14.1f %9.1f%%\n", i + 1, delta, cost, 100 * (delta - cost) / cost);
+  }
+}
+
 void opProperty(TargetSession& ops, int cases) {
   std::printf("\nP5 numerics, %d cases per op and dtype, target %s on %s\n", cases, ops.target().name.c_str(),
               ops.target().device.c_str());
@@ -106,6 +153,7 @@ int main(int argc, char** argv) {
   TargetSession s(loadTarget(fixturesDir() + "/targets/well-behaved.json"));
   installerProperties(s, cases);
   harnessCost(s, cases);
+  p9Calibration(3);
   TargetSession ops(loadTarget(argc > 2 ? argv[2] : fixturesDir() + "/targets/aten-cpu.json"));
   opProperty(ops, cases);
   return 0;

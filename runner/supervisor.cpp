@@ -43,6 +43,7 @@ std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::str
   if (opts.verbose) a.push_back("--verbose");
   if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
   if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
+  if (t.run.shrinkSeconds >= 0) a.insert(a.end(), {"--shrink-time", std::to_string(t.run.shrinkSeconds)});
   if (!t.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", t.run.reproduce});
   for (const auto& p : t.selection.properties) a.insert(a.end(), {"--property", p});
   for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});

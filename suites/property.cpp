@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -140,6 +141,57 @@ struct Discards {
   int count = 0;
   std::string first;
 };
+
+// The shrinking of one RapidCheck search: when its first failure came, how
+// many candidates were judged after it and how many of those failed (each
+// one RapidCheck took as its new counterexample), and whether the budget
+// stopped it.
+struct ShrinkClock {
+  std::optional<std::chrono::steady_clock::time_point> since;  // the search's first failure
+  int judged = 0, failing = 0;
+  bool stopped = false;
+  // Past `budget` s since the first failure (-1: never)? Counts the candidate otherwise.
+  bool over(int budget) {
+    if (!since) return false;
+    if (budget >= 0 && std::chrono::steady_clock::now() - *since >= std::chrono::seconds(budget)) {
+      stopped = true;
+      return true;
+    }
+    ++judged;
+    return false;
+  }
+  void failed() {
+    if (since)
+      ++failing;
+    else
+      since = std::chrono::steady_clock::now();
+  }
+  // {"judged", "failing", "seconds", "stopped", "budget_s"} of the search
+  // that just ended (null when it found no failure), and a fresh clock.
+  json take(int budget) {
+    json j;
+    if (since) {
+      j = {{"judged", judged},
+           {"failing", failing},
+           {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()},
+           {"stopped", stopped}};
+      if (budget >= 0) j["budget_s"] = budget;
+    }
+    *this = ShrinkClock{};
+    return j;
+  }
+};
+
+// Puts what shrinking did into a failing outcome; when the budget stopped
+// it, the reason says the counterexample may not be the smallest.
+void noteShrink(PropertyOutcome& o, const json& shrink) {
+  if (shrink.is_null()) return;
+  o.observations["shrink"] = shrink;
+  if (shrink.value("stopped", false))
+    o.reason += " (shrinking stopped after " + std::to_string(shrink.value("budget_s", 0)) + " s (--shrink-time), " +
+                std::to_string(shrink.value("failing", 0)) +
+                " smaller failing case(s) found: the counterexample may not be the smallest)";
+}
 
 // Fills `out` from RapidCheck's result.
 void record(PropertyOutcome& out, const rc::detail::TestResult& result, const LastFailure& last,
@@ -505,13 +557,21 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   auto dtypeRefused = [&]() {
     return held == 0 && dtypeRejected >= kDtypeRejections && dtypeRejected == discards.count;
   };
+  // Shrinking: RapidCheck judges a candidate after a failure only while
+  // shrinking it, so the first failure of a search starts the clock; past
+  // opts.shrinkSeconds every candidate left is discarded unjudged (a
+  // discard is never accepted as a shrink), which ends the search on the
+  // last failing case.
+  ShrinkClock shrink;
   auto body = [&]() {
+    if (shrink.over(opts.shrinkSeconds)) RC_DISCARD("shrink time is up");
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
     if (opts.progress) opts.progress(judged++);
     const auto judgedCase = judgeOnce(c, samplerNow(), json::object());
     if (const auto* f = std::get_if<CaseFailure>(&judgedCase)) {
       if (!f->sticky) last = {c.value, f->evidence, f->why};
+      shrink.failed();
       RC_FAIL(f->why);
     }
     const json& result = std::get<json>(judgedCase);
@@ -533,11 +593,13 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       for (const auto& k : kinds) seen = seen && known.count(k.get<std::string>()) > 0;
       if (seen) return;  // a failure of a kind already recorded: go on looking for another
       last = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(), kinds};
+      shrink.failed();
       RC_FAIL(last.why);
     }
   };
   rc::detail::TestListenerAdapter quiet;
   auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+  json shrinkSeen = shrink.take(opts.shrinkSeconds);
   const uint64_t seed = params.seed;
   auto refused = [&]() {  // not a health skip: no sample of another source would help
     PropertyOutcome o =
@@ -559,10 +621,12 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       discards = {};
       held = dtypeRejected = 0;
       result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+      shrinkSeen = shrink.take(opts.shrinkSeconds);
       if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
     }
   }
   record(out, result, last, discards, md.id);
+  if (out.status == "fail") noteShrink(out, shrinkSeen);
   if (!db.empty()) out.observations["db"] = db;
   if (out.status == "fail" && !last.caseJson.is_null()) confirm(out, Case{last.caseJson}, samplerNow());
   out.reason += fallbackNote;
@@ -579,6 +643,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     const auto again = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
     PropertyOutcome extra = outcomeFor(run, "", "");
     record(extra, again, last, discards, md.id);
+    if (extra.status == "fail") noteShrink(extra, shrink.take(opts.shrinkSeconds));
     if (extra.status != "fail" || last.kinds.empty()) break;
     distinct.push_back({{"reason", extra.reason},
                         {"kinds", last.kinds},

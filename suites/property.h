@@ -49,6 +49,14 @@ struct RunOptions {
   /// it is called a failure: one that passes any of them is `flaky`, with
   /// its tally (observations.replays = {"failed": k, "of": n}); 0: never.
   int flakyReplays = 3;
+  /// How long, in s, RapidCheck may shrink each failure it finds (the
+  /// first and each distinct one): past it the shrink candidates left are
+  /// not judged, and the counterexample is the smallest failing case found
+  /// so far (observations.shrink says so). 0: no shrinking at all; -1 (the
+  /// default): until RapidCheck has no smaller candidate. On a GPU each
+  /// candidate of a new shape can compile its own Triton kernels, so a
+  /// budget bounds a run over many failing ops.
+  int shrinkSeconds = -1;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).

@@ -345,6 +345,27 @@ TEST(Cli, AReproduceStringReplaysTheShrunkCounterexample) {
   EXPECT_EQ(again->at("status"), "fail");
   EXPECT_EQ(again->at("counterexample"), first->at("counterexample"));
   EXPECT_EQ(again->at("cases_run"), 1) << "a replay runs the counterexample only";
+  // --shrink-time 0 reaches the target process: the first failing case, unshrunk, said so, and replayable.
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --seed 11 --shrink-time 0 --property P4 --manifest " + manifest +
+                   " --report-dir " + (dir / "unshrunk").string(),
+               &out),
+            0)
+      << out;
+  const json unshrunkReport = load((dir / "unshrunk" / "report.json").string());
+  const json* unshrunk = result(unshrunkReport, "fixture-merged-int-key", "P4");
+  ASSERT_NE(unshrunk, nullptr) << out;
+  EXPECT_TRUE(unshrunk->at("observations").at("shrink").at("stopped").get<bool>()) << unshrunk->dump();
+  EXPECT_NE(unshrunk->at("reason").get<std::string>().find("shrinking stopped after 0 s"), std::string::npos);
+  EXPECT_NE(unshrunk->at("counterexample"), first->at("counterexample")) << "shrinking made the first one smaller";
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --reproduce '" + unshrunk->at("reproduce").get<std::string>() +
+                   "' --manifest " + manifest + " --report-dir " + (dir / "unshrunk-replay").string(),
+               &out),
+            0)
+      << out;
+  const json unshrunkReplay = load((dir / "unshrunk-replay" / "report.json").string());
+  const json* unshrunkAgain = result(unshrunkReplay, "fixture-merged-int-key", "P4");
+  ASSERT_NE(unshrunkAgain, nullptr) << out;
+  EXPECT_EQ(unshrunkAgain->at("counterexample"), unshrunk->at("counterexample"));
   // A --property that does not select what the string holds is refused, in either order.
   for (const std::string order :
        {" --property P1 --reproduce '" + repro + "'", " --reproduce '" + repro + "' --property P1"}) {

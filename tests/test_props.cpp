@@ -68,6 +68,49 @@ TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
   EXPECT_EQ(runProperty(run, opts).status, "fail");
 }
 
+// --shrink-time: with no time to shrink, the counterexample is the first
+// failing case as found (no candidate judged after it) and the reason says
+// it may not be the smallest; without a budget RapidCheck shrinks it to the
+// boundary. Either one's reproduce string replays its own counterexample.
+TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
+  PropertyRun run;
+  run.id = "P1";
+  run.title = "install status";
+  run.checkKind = "install";
+  run.cases = 100;
+  run.generator = rc::gen::map(rc::gen::inRange(0, 1000000), [](int n) { return Case{json(n)}; });
+  int judgings = 0;
+  run.judge = [&](const Case& c) {
+    ++judgings;
+    return json{{"pass", c.value.get<int>() < 10}, {"reason", "at least 10"}};
+  };
+  RunOptions opts;
+  opts.seed = 7;
+  opts.flakyReplays = 0;
+  const PropertyOutcome full = runProperty(run, opts);
+  ASSERT_EQ(full.status, "fail") << full.reason;
+  EXPECT_EQ(full.counterexample, json(10)) << "RapidCheck shrinks an int to the boundary";
+  EXPECT_FALSE(full.observations.at("shrink").at("stopped").get<bool>());
+  EXPECT_GT(full.observations.at("shrink").at("failing").get<int>(), 0);
+  EXPECT_EQ(full.reason.find("shrinking stopped"), std::string::npos) << full.reason;
+  opts.shrinkSeconds = 0;
+  judgings = 0;
+  const PropertyOutcome first = runProperty(run, opts);
+  ASSERT_EQ(first.status, "fail") << first.reason;
+  EXPECT_GT(first.counterexample.get<int>(), 10) << "the first failing case of seed 7, unshrunk";
+  EXPECT_EQ(judgings, first.casesRun) << "no candidate was judged after the first failure";
+  EXPECT_TRUE(first.observations.at("shrink").at("stopped").get<bool>());
+  EXPECT_EQ(first.observations.at("shrink").at("judged"), 0);
+  EXPECT_NE(first.reason.find("shrinking stopped after 0 s (--shrink-time)"), std::string::npos) << first.reason;
+  for (const auto* o : {&full, &first}) {
+    RunOptions replay;
+    replay.reproduce = o->reproduce;
+    const PropertyOutcome again = runProperty(run, replay);
+    EXPECT_EQ(again.status, "fail") << again.reason;
+    EXPECT_EQ(again.counterexample, o->counterexample);
+  }
+}
+
 }  // namespace
 }  // namespace flagprop
 

@@ -103,6 +103,11 @@ run options (--opt value or --opt=value):
                       longer is a hang, recorded with its reproducer, and a fresh
                       process goes on (CPU ATen hanging on a generated case is a skip,
                       after 60 s of its reference stage)
+  --shrink-time SEC   how long each failure may be shrunk (default: until RapidCheck
+                      finds no smaller failing case; 0: not at all): past it the
+                      counterexample is the smallest failing case found so far, and
+                      the reason says so (on a GPU each smaller shape may compile
+                      its own kernels)
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run
@@ -239,6 +244,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--cases") {
     if (!number(v, n) || n == 0 || n > 1000000) return "--cases needs a number from 1 to 1000000";
     cli.target.run.cases = static_cast<int>(n);
+  } else if (opt == "--shrink-time") {
+    if (!number(v, n) || n > 86400) return "--shrink-time needs a number of seconds from 0 (no shrinking) to 86400";
+    cli.target.run.shrinkSeconds = static_cast<int>(n);
   } else if (opt == "--seed") {
     if (!number(v, n)) return "--seed needs an integer from 0 to 2^64 - 1 (0 picks a random seed)";
     cli.target.run.seed = n;
@@ -310,7 +318,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
         "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
         "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
         "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
-        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db"};
+        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {

@@ -2,8 +2,9 @@
 """Coverage of a run over many ops, from its report folders (report.json, or
 the per-target documents in targets/ when a part was stopped before it
 merged them): ops judged, excluded (with the reasons, counted), given up
-(health: most samples discarded), passing and failing, then every failure
-one line each with its reproducer.
+(health: most samples discarded), passing and failing, where the time went
+(per op family: run seconds, shrinking, compilations; the slowest results),
+then every failure one line each with its reproducer.
 
 Usage: matrix/coverage.py [--target NAME] REPORT_DIR...
 (--target: only that target's results, e.g. aten-cpu-flaggems-overloads in
@@ -58,6 +59,41 @@ def judged_against(r):
     return "the stock path" if "stock path" in r.get("reason", "") else "CPU ATen"
 
 
+def work(folders, only):
+    """Where the run's time went: per op family (report.json's
+    coverage.by_family, over all dtypes) its runs' seconds, the part spent
+    shrinking and the Triton compilations; then the ten slowest results."""
+    rows, slow = collections.defaultdict(lambda: [0, 0.0, 0.0, 0]), []
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, "report.json")) as f:
+                docs = json.load(f)["targets"]
+        except (OSError, ValueError, KeyError):
+            docs = []
+        for doc in docs:
+            if only is not None and doc.get("name") != only:
+                continue
+            for row in (doc.get("coverage") or {}).get("by_family") or []:
+                if row.get("dtype") == "all":
+                    acc = rows[row.get("family", "?")]
+                    acc[0] += row.get("ops", 0)
+                    acc[1] += row.get("seconds", 0.0)
+                    acc[2] += row.get("shrink_seconds", 0.0)
+                    acc[3] += row.get("compilations", 0)
+            slow.extend(r for r in doc.get("results", []) if r.get("op"))
+    if rows:
+        print("where the time went (the runs' seconds summed over their processes):")
+        print("  %-28s %5s %9s %12s %12s" % ("family", "ops", "run s", "shrinking s", "compilations"))
+        for family, (ops, sec, shrink, comp) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
+            print("  %-28s %5d %9.1f %12.1f %12d" % (family, ops, sec, shrink, comp))
+    slow.sort(key=lambda r: -r.get("seconds", 0.0))
+    for r in slow[:10]:
+        o = r.get("observations") or {}
+        print("  slow %7.1f s  %-45s %-5s shrinking %.1f s, %d compilations" % (
+            r.get("seconds", 0.0), r.get("key", r.get("op")), r.get("status"),
+            (o.get("shrink") or {}).get("seconds", 0.0), (o.get("stats") or {}).get("compilations", 0)))
+
+
 def main():
     args, only = sys.argv[1:], None
     if args[:1] == ["--target"] and len(args) >= 2:
@@ -92,6 +128,7 @@ def main():
     for r, cases in stock:
         print("  stock != CPU  %-40s %-5s %d of %d case(s)" % (r.get("key", r["op"]), r["status"], cases,
                                                            r.get("cases_run", 0)))
+    work(args, only)
     against = collections.Counter(judged_against(r) for rs in failing.values() for r in rs if r["status"] == "fail")
     print("failures judged against: %s" % (", ".join("%s %d" % kv for kv in sorted(against.items())) or "-"))
     for op, rs in failing.items():

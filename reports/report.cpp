@@ -356,6 +356,24 @@ Standing standingOf(const std::vector<const json*>& rs) {
   return out;
 }
 
+// The work of results `rs`: their seconds, the part spent shrinking, their
+// Triton compilations, added into `row`.
+void addWork(json& row, const std::vector<const json*>& rs) {
+  double seconds = 0, shrink = 0;
+  long compilations = 0;
+  for (const json* r : rs) {
+    seconds += r->value("seconds", 0.0);
+    const json obs = r->value("observations", json::object());
+    compilations += obs.value("stats", json::object()).value("compilations", 0L);
+    shrink += obs.value("shrink", json::object()).value("seconds", 0.0);
+    for (const auto& d : obs.value("distinct_failures", json::array()))
+      shrink += d.value("observations", json::object()).value("shrink", json::object()).value("seconds", 0.0);
+  }
+  row["seconds"] = row.value("seconds", 0.0) + seconds;
+  row["shrink_seconds"] = row.value("shrink_seconds", 0.0) + shrink;
+  row["compilations"] = row.value("compilations", 0L) + compilations;
+}
+
 void countInto(json& row, const Standing& st) {
   row[st.status] = row.value(st.status, 0) + 1;
   if (st.status == "fail") row["distinct_failures"] = row.value("distinct_failures", 0) + st.distinct;
@@ -391,12 +409,14 @@ json opCoverage(const json& target) {
     json& all = families.try_emplace({family, "all"}, json::object()).first->second;
     all["ops"] = all.value("ops", 0) + 1;
     countInto(all, st);
+    addWork(all, rs);
     std::map<std::string, std::vector<const json*>> byDtype;
     for (const json* r : rs) byDtype[r->value("dtype", "")].push_back(r);
     for (const auto& [dtype, drs] : byDtype) {
       json& row = families.try_emplace({family, dtype}, json::object()).first->second;
       row["ops"] = row.value("ops", 0) + 1;
       countInto(row, standingOf(drs));
+      addWork(row, drs);
     }
   }
   json rows = json::array();
@@ -429,17 +449,20 @@ void familyTable(std::ostringstream& md, const json& c) {
         out += (out.empty() ? "" : "; ") + it.key() + ": " + std::to_string(it.value().get<int>());
     return out;
   };
-  md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded |\n"
-        "|---|---|---|---|---|---|---|---|---|\n";
+  md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded | run s | of it shrinking "
+        "| compilations |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const bool perDtype : {false, true})
     for (const auto& row : c.at("by_family")) {
       if ((row.value("dtype", "") != "all") != perDtype) continue;
       md << "| " << row.value("family", "") << " | " << row.value("dtype", "") << " | " << row.value("ops", 0) << " | "
          << row.value("judged", 0) << " | " << row.value("pass", 0) << " | " << row.value("fail", 0) << " | "
          << row.value("gave_up", 0) << " | " << cell(reasons(row, "gave_up_because"), 300) << " | "
-         << row.value("excluded", 0) << " |\n";
+         << row.value("excluded", 0) << " | " << fixed(row.value("seconds", 0.0), 1) << " | "
+         << fixed(row.value("shrink_seconds", 0.0), 1) << " | " << row.value("compilations", 0L) << " |\n";
     }
-  md << "\n";
+  md << "Run s: the seconds of the family's runs summed (under --jobs, over processes that ran at once), and the "
+        "part of them spent shrinking failures (--shrink-time bounds it).\n\n";
 }
 
 // The coverage line of a target with many ops (catalog "flaggems").

@@ -48,7 +48,9 @@ std::vector<StockNote> stockDiffersFromCpu(const json& target);
 /// stock_differs_from_cpu: the P5 results stockDiffersFromCpu lists;
 /// by_family: [{family (opFamily), dtype ("all" or one), ops, judged, pass,
 /// fail, gave_up, gave_up_because {reason: ops}, excluded,
-/// excluded_because}]. An op counts once however many dtypes and
+/// excluded_because, seconds (its results' seconds summed), shrink_seconds
+/// (the part spent shrinking), compilations (Triton's, from
+/// observations.stats)}]. An op counts once however many dtypes and
 /// properties it ran ("all"); in a dtype row, once per dtype.
 json opCoverage(const json& target);
 

@@ -162,5 +162,33 @@ TEST(Coverage, FamiliesAndDtypesCountEveryOpOnce) {
         << row.dump();
 }
 
+// Where the time went per family: the runs' seconds, the part spent
+// shrinking (the first failure's and each distinct one's) and the Triton
+// compilations, summed over the family's results, in "all" and per dtype.
+TEST(Coverage, FamiliesSumTheirRunsSecondsShrinkingAndCompilations) {
+  auto r = [](const std::string& op, const std::string& dtype, double seconds, json obs) {
+    return json{{"op", op},           {"dtype", dtype}, {"property", "P5"}, {"status", "fail"},
+                {"reason", "values"}, {"seconds", seconds}, {"observations", obs}};
+  };
+  const json target = {
+      {"results",
+       {r("add.Tensor", "float32", 2.5, {{"stats", {{"compilations", 3}}}, {"shrink", {{"seconds", 1.5}}}}),
+        r("add.Tensor", "float16", 4.0,
+          {{"stats", {{"compilations", 5}}},
+           {"shrink", {{"seconds", 1.0}}},
+           {"distinct_failures", {{{"observations", {{"shrink", {{"seconds", 0.25}}}}}}}}}),
+        r("mm", "float32", 7.0, {{"stats", {{"compilations", 11}}}})}}};
+  std::map<std::pair<std::string, std::string>, json> rows;
+  const json c = opCoverage(target);
+  for (const auto& row : c.at("by_family")) rows[{row.at("family"), row.at("dtype")}] = row;
+  const json& pw = rows.at({"pointwise", "all"});
+  EXPECT_DOUBLE_EQ(pw.at("seconds").get<double>(), 6.5);
+  EXPECT_DOUBLE_EQ(pw.at("shrink_seconds").get<double>(), 2.75);
+  EXPECT_EQ(pw.at("compilations"), 8);
+  EXPECT_DOUBLE_EQ(rows.at({"pointwise", "float16"}).at("shrink_seconds").get<double>(), 1.25);
+  EXPECT_EQ(rows.at({"linear algebra", "float32"}).at("compilations"), 11);
+  EXPECT_DOUBLE_EQ(rows.at({"linear algebra", "all"}).at("shrink_seconds").get<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace flagprop

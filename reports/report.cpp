@@ -83,7 +83,7 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   for (auto& t : targets)
     if (t.contains("results"))
       if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
-  json report = {{"schema", "flagprop.report/1"}, {"targets", targets}};
+  json report = {{"schema", "flagprop.report/1"}, {"properties", propertiesJson()}, {"targets", targets}};
   json prov = runInfo;
   for (const auto& t : targets)
     if (t.value("status", "") == "ok" && t.contains("provenance")) {

@@ -39,6 +39,18 @@ const PropertyDef* findProperty(const std::string& id) {
   return nullptr;
 }
 
+json propertiesJson() {
+  json out = json::array();
+  for (const auto& d : properties())
+    out.push_back({{"id", d.id},
+                   {"title", d.title},
+                   {"statement", d.holds},
+                   {"check", d.checkKind},
+                   {"scope", d.scope == PropertyDef::Scope::Op ? "op" : "installer"},
+                   {"by_default", d.byDefault}});
+  return out;
+}
+
 std::string checkRunKey(const std::string& key) {
   const std::string syntax = checkRunKeySyntax(key);
   if (!syntax.empty()) return syntax;

@@ -35,6 +35,12 @@ const std::vector<PropertyDef>& properties();
 /// The property `id`, or nullptr.
 const PropertyDef* findProperty(const std::string& id);
 
+/// The registry as report.json's `properties` carries it, for every reader
+/// of a report (report.md, report.html, the drafts): [{id, title,
+/// statement (when it holds), check (flagprop.checks kind), scope
+/// ("installer" | "op"), by_default}], in registry order.
+nlohmann::json propertiesJson();
+
 /// "" when `key` is a run key of a registered property ("P1", or for an op
 /// property "P5/OP" and "P5/OP/DTYPE"), else why not (one line).
 std::string checkRunKey(const std::string& key);

@@ -36,22 +36,6 @@ SCHEMA = "flagprop.report/1"
 
 #: What each property holds to (as ``flagprop properties`` prints it): the
 #: "expected" half of a draft.
-PROPERTY_STATEMENTS = {
-    "P1": ("install status", "after the installer returns, every component it has is active or reported skipped"),
-    "P2": ("idempotence", "a second install changes nothing, wraps nothing twice and reports a skip again"),
-    "P3": ("stock fallback", "launches the fast path cannot express reach the stock run and give its result"),
-    "P4": ("key equivalence", "the fast key, descriptor helper and memos answer as the stock ones do"),
-    "P5": ("numerics", "the device result matches the reference within tolerance (the same call with FlagGems off "
-                       "where the target has a control, else CPU ATen); patched equals unpatched bitwise"),
-    "P6": ("aliasing and metadata",
-           "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"),
-    "P7": ("stream semantics",
-           "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch"),
-    "P8": ("fast-path hits",
-           "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)"),
-    "P9": ("A/B timing", "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs"),
-}
-
 #: Properties whose failures are about the kernels (reported to FlagGems);
 #: the others are about the installer and its fast path (Torch-FL).
 KERNEL_PROPERTIES = {"P5", "P6"}
@@ -237,6 +221,7 @@ def group(report):
         raise ValueError("not a %s document" % SCHEMA)
     groups = {}
     order = []
+    registry = {p["id"]: p for p in report.get("properties") or [] if isinstance(p, dict) and "id" in p}
     for t in report.get("targets") or []:
         if t.get("status") != "ok":
             continue
@@ -253,7 +238,8 @@ def group(report):
                 if key not in groups:
                     etype, site, detail = exception_site(failure if failure is not None else r)
                     groups[key] = {"key": key, "key_text": key_text(key), "property": key[0],
-                                   "property_title": r.get("title") or PROPERTY_STATEMENTS.get(key[0], ("", ""))[0],
+                                   "property_title": r.get("title") or registry.get(key[0], {}).get("title", ""),
+                                   "property_statement": registry.get(key[0], {}).get("statement", ""),
                                    "op": key[1], "kinds": key[2].split(" + "), "exception": etype, "site": site,
                                    "exception_detail": detail, "members": []}
                     order.append(key)
@@ -540,7 +526,7 @@ def _what_happens(g):
     """The Expected / Actual section of group ``g``, with the shrunk case's
     findings and the exception site. Returns Markdown (str)."""
     m = g["members"][0]
-    title, statement = PROPERTY_STATEMENTS.get(g["property"], (g["property_title"], ""))
+    title, statement = g["property_title"], g.get("property_statement", "")
     obs = m["observations"]
     lines = ["## Expected and actual", ""]
     lines.append("**Expected** (%s %s): %s." % (g["property"], title, statement or "the property holds"))

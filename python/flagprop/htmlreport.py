@@ -28,18 +28,6 @@ SCHEMA = "flagprop.report/1"
 
 #: The properties every matrix shows, in order, with the title used when no
 #: result carries one (the same titles ``flagprop properties`` prints).
-PROPERTY_TITLES = {
-    "P1": "install status",
-    "P2": "idempotence",
-    "P3": "stock fallback",
-    "P4": "key equivalence",
-    "P5": "numerics",
-    "P6": "aliasing and metadata",
-    "P7": "stream semantics",
-    "P8": "fast-path hits",
-    "P9": "A/B timing",
-}
-
 #: Cell background per displayed status (CSS colours). "na" is a property
 #: that does not apply to the target ("-"); "unverified" a result of a run
 #: whose pinned files or versions did not match.
@@ -143,27 +131,36 @@ def _css():
     return _CSS + rules + ".st-na{color:#888;text-align:center}\n"
 
 
-def _title_of(prop, results):
+def registry_titles(report):
+    """The property registry the run had (report.json's ``properties``, in
+    order) as {id: title}; {} for a report without one."""
+    return {p["id"]: p.get("title", "") for p in report.get("properties") or [] if isinstance(p, dict) and "id" in p}
+
+
+def _title_of(prop, results, titles=None):
     """The title of property ``prop`` (e.g. "P5"): the first one a result
-    in ``results`` (dicts) carries, else ``PROPERTY_TITLES``, else ""."""
+    in ``results`` (dicts) carries, else ``titles`` (``registry_titles``),
+    else ""."""
     for r in results:
         if r.get("property") == prop and r.get("title"):
             return r["title"]
-    return PROPERTY_TITLES.get(prop, "")
+    return (titles or {}).get(prop, "")
 
 
 def property_columns(report):
-    """The matrix's columns: P1..P9 always, then any other property id the
-    report's results carry (sorted), leaving out the pseudo-property
-    "process" (a target process that ended outside a case). ``report`` is the
-    parsed report.json (dict). Returns a list of str."""
+    """The matrix's columns: every property of the run's registry (report.json's
+    ``properties``, P1..P9), then any other property id the report's results
+    carry (sorted), leaving out the pseudo-property "process" (a target
+    process that ended outside a case). ``report`` is the parsed report.json
+    (dict). Returns a list of str."""
+    registry = list(registry_titles(report))
     extra = set()
     for t in report.get("targets") or []:
         for r in t.get("results") or []:
             p = r.get("property")
-            if p and p not in PROPERTY_TITLES and p != "process":
+            if p and p not in registry and p != "process":
                 extra.add(p)
-    return list(PROPERTY_TITLES) + sorted(extra)
+    return registry + sorted(extra)
 
 
 def _is_unverified(target, result):
@@ -412,7 +409,7 @@ def _matrix(report, columns, ids):
     targets = report.get("targets") or []
     out = ['<section id="matrix"><h2>Matrix</h2>', '<table class="matrix"><thead><tr><th>target</th>']
     for p in columns:
-        title = _title_of(p, [r for t in targets for r in (t.get("results") or [])])
+        title = _title_of(p, [r for t in targets for r in (t.get("results") or [])], registry_titles(report))
         out.append('<th title="%s">%s<span class="pt">%s</span></th>' % (_e(title), _e(p), _e(title)))
     out.append("</tr></thead><tbody>")
     for i, t in enumerate(targets):

@@ -155,16 +155,19 @@ class Drafts(unittest.TestCase):
         b = [g["key"] for g in drafts.group(json.loads(json.dumps(self.report)))]
         self.assertEqual(a, b)
 
-    def test_property_statements_match_flagprop_properties(self):
-        """Checks: property statements match flagprop properties. Fails the test otherwise."""
+    def test_the_report_carries_the_registry_flagprop_lists(self):
+        """Checks: report.json's ``properties`` (what the drafts and report.html read a property's title and
+        statement from) is the registry ``flagprop properties`` lists, and each draft states its property as
+        the registry does. Fails the test otherwise."""
         if not FLAGPROP:
             self.skipTest("no --flagprop given")
         out = subprocess.run([FLAGPROP, "properties"], stdout=subprocess.PIPE, text=True, check=True).stdout
-        listed = {}
-        for line in out.splitlines():
-            pid, title, statement = line.split("\t")
-            listed[pid] = (title, statement)
-        self.assertEqual(listed, drafts.PROPERTY_STATEMENTS)
+        listed = [tuple(line.split("\t")) for line in out.splitlines()]
+        carried = [(p["id"], p["title"], p["statement"]) for p in self.report["properties"]]
+        self.assertEqual(carried, listed)
+        statements = {pid: statement for pid, _title, statement in listed}
+        for g in drafts.group(self.report):
+            self.assertEqual(g["property_statement"], statements[g["property"]])
 
 
 def main():

@@ -33,10 +33,18 @@ PROV = {"device": "cpu", "versions": {"torch": "1.13.0a0", "python": "3.11.2", "
         "native_runtime": {"cuda": {"status": "no runtime"}}}
 
 
+#: A made-up property registry, as report.json's ``properties`` carries it.
+REGISTRY = [{"id": pid, "title": title, "statement": "it holds", "check": "op", "scope": "op", "by_default": True}
+            for pid, title in (("P1", "install status"), ("P2", "idempotence"), ("P3", "stock fallback"),
+                               ("P4", "key equivalence"), ("P5", "numerics"), ("P6", "aliasing and metadata"),
+                               ("P7", "stream semantics"), ("P8", "fast-path hits"), ("P9", "A/B timing"))]
+TITLES = {p["id"]: p["title"] for p in REGISTRY}
+
+
 def op_result(prop, op, dtype, status="pass", reason="held", **extra):
     """A made-up op result (dict) of property ``prop`` for ``op`` and
     ``dtype`` with ``status`` and ``reason``; ``extra`` adds fields."""
-    r = {"property": prop, "title": htmlreport.PROPERTY_TITLES[prop], "key": "%s/%s/%s" % (prop, op, dtype),
+    r = {"property": prop, "title": TITLES[prop], "key": "%s/%s/%s" % (prop, op, dtype),
          "op": op, "dtype": dtype, "status": status, "reason": reason, "cases_run": 5, "seconds": 0.1,
          "counterexample": None, "counterexample_shown": "", "reproduce": "", "observations": {},
          "expected": "pass or skip", "as_expected": status in ("pass", "skip")}
@@ -92,6 +100,7 @@ def make_report(tmp):
     moved["observations"]["exceptions_caught"][0]["line"] = 1920
     return {
         "schema": "flagprop.report/1",
+        "properties": REGISTRY,
         "provenance": {"seed": "5", "command": ["flagprop", "run"], "flagprop": "flagprop", "python": "python3",
                        "manifests": ["m.json"], "report_dir": tmp, "versions": PROV["versions"]},
         "summary": {"targets": 6, "target_errors": 1, "results": {"pass": 5, "fail": 8, "skip": 80, "error": 0},

@@ -449,7 +449,8 @@ void familyTable(std::ostringstream& md, const json& c) {
         out += (out.empty() ? "" : "; ") + it.key() + ": " + std::to_string(it.value().get<int>());
     return out;
   };
-  md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded | run s | of it shrinking "
+  md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded | run s | of it "
+        "shrinking "
         "| compilations |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const bool perDtype : {false, true})

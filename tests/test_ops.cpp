@@ -786,9 +786,8 @@ TEST(Timing, P9MeasuresAKnownHostDelayToATickOnAVirtualClock) {
   RecordProperty("measured_us", std::to_string(delta));
   RecordProperty("cost_us", std::to_string(cost));
   EXPECT_GE(delta, asked - VirtualClock::kTickUs);
-  EXPECT_NEAR(delta, cost, VirtualClock::kTickUs)
-      << "with the delay minus without, µs: " << withDelay << " - " << without << " (cost " << slow << " - " << fast
-      << ")";
+  EXPECT_NEAR(delta, cost, VirtualClock::kTickUs) << "with the delay minus without, µs: " << withDelay << " - "
+                                                  << without << " (cost " << slow << " - " << fast << ")";
 }
 
 TEST(Timing, P9RefusesWhenThePatchIsNotActiveAndSaysWhy) {

@@ -167,7 +167,7 @@ TEST(Coverage, FamiliesAndDtypesCountEveryOpOnce) {
 // compilations, summed over the family's results, in "all" and per dtype.
 TEST(Coverage, FamiliesSumTheirRunsSecondsShrinkingAndCompilations) {
   auto r = [](const std::string& op, const std::string& dtype, double seconds, json obs) {
-    return json{{"op", op},           {"dtype", dtype}, {"property", "P5"}, {"status", "fail"},
+    return json{{"op", op},           {"dtype", dtype},     {"property", "P5"},   {"status", "fail"},
                 {"reason", "values"}, {"seconds", seconds}, {"observations", obs}};
   };
   const json target = {

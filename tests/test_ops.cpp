@@ -362,6 +362,40 @@ got = p.stdout.decode().strip().splitlines()[-1:] == [torch.__version__]
   EXPECT_TRUE(scope["got"].cast<bool>());
 }
 
+// The bank's builder runs its batches in forked children, several at once:
+// the results come back in the order asked whatever order the children end
+// in, a child that dies is None (its batch is then run entry by entry), a
+// result larger than a pipe's buffer arrives whole, and
+// $FLAGPROP_OPINFO_WORKERS sets how many run at once.
+TEST(OpInfo, BatchChildrenAnswerInOrderAndADeadOneIsNone) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"PY(
+import os, time
+from flagprop import opinfo
+def slow(k):
+    def fn():
+        time.sleep(0.01 * (5 - k))  # the first asked ends last; no wait is counted on
+        return {"k": k, "pad": "x" * (200000 if k == 2 else 1)}
+    return fn
+def dies():
+    os.kill(os.getpid(), 9)
+got = opinfo._in_children([slow(0), slow(1), dies, slow(2), slow(3)], 3)
+order_ok = [g["k"] if g else None for g in got] == [0, 1, None, 2, 3] and len(got[3]["pad"]) == 200000
+one = opinfo._in_children([slow(0), slow(1)], 1) == [{"k": 0, "pad": "x"}, {"k": 1, "pad": "x"}]
+os.environ["FLAGPROP_OPINFO_WORKERS"] = "7"
+seven = opinfo.build_workers() == 7
+os.environ["FLAGPROP_OPINFO_WORKERS"] = "none"
+fallback = opinfo.build_workers() >= 1
+del os.environ["FLAGPROP_OPINFO_WORKERS"]
+)PY",
+           scope);
+  EXPECT_TRUE(scope["order_ok"].cast<bool>());
+  EXPECT_TRUE(scope["one"].cast<bool>());
+  EXPECT_TRUE(scope["seven"].cast<bool>());
+  EXPECT_TRUE(scope["fallback"].cast<bool>());
+}
+
 // Given values reach the built tensor through any layout flagprop picks.
 TEST(OpInfo, GivenValuesHoldThroughThePermutedSlicedLayout) {
   py::gil_scoped_acquire gil;

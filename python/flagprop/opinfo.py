@@ -31,7 +31,8 @@ fresh interpreter of the target's Python (``python3 -m flagprop.opinfo
 ``torch.backends`` flags, which the process under test must not see), and
 kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
 (default ``~/.cache/flagprop``). Building takes about 35 s on one core
-(LibTorch 1.13, 602 entries); docs/opinfo.md says more.
+(LibTorch 1.13, 602 entries), in forked children on every core the
+process may use; docs/opinfo.md says more.
 """
 
 import hashlib
@@ -211,6 +212,11 @@ class _Bank:
             sample["tensors"] = [_encode_tensor(t, self.run_dtype, torch) for t in tensors]
         except _Unencodable:
             return
+        for a in func._schema.arguments:  # an out= tensor's recorded values are uninitialized memory: never kept
+            ref = sample["kwargs"].get(a.name)
+            if _is_out_argument(a) and isinstance(ref, dict) and "data" in sample["tensors"][ref.get("tensor", 0)]:
+                enc = sample["tensors"][ref["tensor"]]
+                enc["data"] = [False if enc["dtype"] == "bool" else 0] * len(enc["data"])
         key = name + _structure(sample)
         if key in self.seen:
             return
@@ -286,9 +292,9 @@ def build():
     returns the bank: {"format", "torch", "source", "opinfos", "crashed",
     "seconds", "ops": {overload: [sample, ...]}}. Each entry runs in a
     forked child (``ENTRIES_PER_CHILD`` at a time, then one at a time where
-    the child died), so that an entry on which CPU ATen crashes costs only
-    its own samples (``crashed`` names it). Must run in a process of its own (see the
-    module's docstring)."""
+    the child died; ``build_workers()`` children at once), so that an entry
+    on which CPU ATen crashes costs only its own samples (``crashed`` names
+    it). Must run in a process of its own (see the module's docstring)."""
     _stub_expecttest()
     t0 = time.time()
     import torch
@@ -306,20 +312,44 @@ def build():
         except Exception:
             continue
     used = len(infos)
-    for at in range(0, len(infos), ENTRIES_PER_CHILD):  # a child per batch; a batch that crashes, per entry
-        batch = infos[at:at + ENTRIES_PER_CHILD]
-        got = _in_child(lambda: [_entry_samples(torch, i, bank) for i in batch])
-        if got is None:
-            got = []
-            for info in batch:
-                one = _in_child(lambda: [_entry_samples(torch, info, bank)])
+    # A child per batch, up to ``build_workers()`` at once; a batch whose
+    # child died again one child per entry. Merged in batch order, so the
+    # bank is the same whatever the number of workers: each child starts
+    # from the empty bank, and ``merge`` drops what an earlier batch holds.
+    batches = [infos[at:at + ENTRIES_PER_CHILD] for at in range(0, len(infos), ENTRIES_PER_CHILD)]
+    workers = build_workers()
+    got = _in_children([(lambda b=b: [_entry_samples(torch, i, bank) for i in b]) for b in batches], workers)
+    retry = [info for b, g in zip(batches, got) if g is None for info in b]
+    alone = iter(_in_children([(lambda i=i: [_entry_samples(torch, i, bank)]) for i in retry], workers))
+    for b, g in zip(batches, got):
+        for ops in g if g is not None else []:
+            bank.merge(ops)
+        if g is None:
+            for info in b:
+                one = next(alone)
                 if one is None:
                     crashed.append(info.name)
-                got += one or []
-        for ops in got:
-            bank.merge(ops)
+                for ops in one or []:
+                    bank.merge(ops)
     return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
             "crashed": crashed, "seconds": round(time.time() - t0, 1), "ops": bank.result()}
+
+
+def _seed_for(torch, info):
+    """Seeds every generator OpInfo's samplers draw from (Python's
+    ``random``, torch's, NumPy's where loaded) from the entry's name and
+    variant, so that its samples are the same whatever ran before it in
+    the child: the bank is then the same for any number of workers and on
+    every build."""
+    import random
+
+    seed = int(hashlib.sha256(("%s/%s" % (info.name, getattr(info, "variant_test_name", ""))).encode())
+               .hexdigest()[:8], 16)
+    random.seed(seed)
+    torch.manual_seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
 
 
 def _entry_samples(torch, info, bank):
@@ -337,6 +367,7 @@ def _entry_samples(torch, info, bank):
             bank.record(func, args, kwargs)
             return func(*args, **kwargs)
 
+    _seed_for(torch, info)
     try:
         grad = bool(getattr(info, "supports_autograd", False))
         samples = info.sample_inputs("cpu", torch.float32, requires_grad=grad)
@@ -352,27 +383,68 @@ def _entry_samples(torch, info, bank):
             if len(samples) > before.get(name, 0)}
 
 
-def _in_child(fn):
-    """``fn()``'s JSON-able result, computed in a forked child; None when the
-    child dies (a signal) or returns nothing."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        code = 0
-        try:
-            with os.fdopen(write, "w") as f:
-                json.dump(fn(), f, separators=(",", ":"))
-        except BaseException:
-            code = 1
-        os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as f:
-        text = f.read()
-    _, status = os.waitpid(pid, 0)
-    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0 or not text:
-        return None
-    return json.loads(text)
+def build_workers():
+    """How many forked children build the bank at once: the cores this
+    process may run on ($FLAGPROP_OPINFO_WORKERS, a number from 1, says
+    otherwise)."""
+    wanted = os.environ.get("FLAGPROP_OPINFO_WORKERS", "")
+    if wanted.isdigit() and int(wanted) > 0:
+        return int(wanted)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _in_children(fns, workers):
+    """Each ``fn()``'s JSON-able result, computed in a forked child of its
+    own, at most ``workers`` children at a time; a list in the order of
+    ``fns``, with None where the child died (a signal) or returned nothing."""
+    import selectors
+
+    results = [None] * len(fns)
+    running = {}  # read end -> (index, pid, chunks)
+    pending = iter(enumerate(fns))
+    sel = selectors.DefaultSelector()
+
+    def start():
+        for k, fn in pending:
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read)
+                code = 0
+                try:
+                    with os.fdopen(write, "w") as f:
+                        json.dump(fn(), f, separators=(",", ":"))
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            os.close(write)
+            running[read] = (k, pid, [])
+            sel.register(read, selectors.EVENT_READ)
+            return True
+        return False
+
+    while len(running) < workers and start():
+        pass
+    while running:
+        for key, _ in sel.select():
+            fd = key.fd
+            chunk = os.read(fd, 1 << 16)
+            if chunk:
+                running[fd][2].append(chunk)
+                continue
+            sel.unregister(fd)
+            os.close(fd)
+            k, pid, chunks = running.pop(fd)
+            _, status = os.waitpid(pid, 0)
+            text = b"".join(chunks)
+            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and text:
+                results[k] = json.loads(text)
+            start()
+    sel.close()
+    return results
 
 
 def _aten_overloads(torch, info):
@@ -489,9 +561,12 @@ def python_executable():
 
 
 def _child_env():
-    """The environment of the bank's builder: no GPU visible, and this
-    process's ``sys.path`` (with flagprop's own folder first)."""
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore")
+    """The environment of the bank's builder: no GPU visible, this
+    process's ``sys.path`` (with flagprop's own folder first), and a fixed
+    string hash seed (OpInfo's samplers iterate over sets of strings: with
+    ``_seed_for``, the same bank on every build)."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore",
+               PYTHONHASHSEED="0")
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = [here] + [p for p in sys.path if p and os.path.isdir(p) and p != here]
     env["PYTHONPATH"] = os.pathsep.join(path)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <vector>
 
 #include <cstdio>
@@ -80,9 +81,27 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
     }
     if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
   }
-  for (auto& t : targets)
-    if (t.contains("results"))
-      if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
+  for (auto& t : targets) {
+    if (!t.contains("results")) continue;
+    if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
+    json cells = json::array();  // the matrix row, for report.html: the cells the console and report.md show
+    std::vector<std::string> ids;
+    for (const auto& d : properties()) ids.push_back(d.id);
+    std::set<std::string> other;
+    for (const auto& r : t.at("results"))
+      if (r.is_object() && r.value("property", "") != "" && !findProperty(r.value("property", "")))
+        other.insert(r.value("property", ""));
+    ids.insert(ids.end(), other.begin(), other.end());
+    for (const auto& id : ids)
+      if (const MatrixCell c = matrixCellOf(t, id); c.of > 0)
+        cells.push_back({{"property", id},
+                         {"status", c.status},
+                         {"count", c.count},
+                         {"of", c.of},
+                         {"unexpected", c.unexpected},
+                         {"label", c.label()}});
+    t["matrix"] = cells;
+  }
   json report = {{"schema", "flagprop.report/1"}, {"properties", propertiesJson()}, {"targets", targets}};
   json prov = runInfo;
   for (const auto& t : targets)
@@ -775,29 +794,34 @@ std::string renderMarkdown(const json& report) {
   return md.str();
 }
 
-std::string matrixCell(const json& t, const std::string& p) {
+MatrixCell matrixCellOf(const json& t, const std::string& p) {
   static const std::vector<std::string> order = {"pass", "skip", "flaky", "fail", "error"};
   const auto rank = [](const std::string& x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
   const PropertyDef* def = findProperty(p);
-  std::string st = "-";
-  int runs = 0, worstCount = 0;
-  bool unexpected = false;
+  MatrixCell c;
+  c.perOp = def && def->scope == PropertyDef::Scope::Op;
   for (const auto& r : t.value("results", json::array())) {
     if (r.value("property", "") != p) continue;
     const std::string rs = r.value("status", "?");
-    ++runs;
-    if (st == "-" || rank(rs) > rank(st)) {
-      st = rs;
-      worstCount = 1;
-    } else if (rs == st) {
-      ++worstCount;
+    ++c.of;
+    if (c.status == "-" || rank(rs) > rank(c.status)) {
+      c.status = rs;
+      c.count = 1;
+    } else if (rs == c.status) {
+      ++c.count;
     }
-    unexpected |= !resultExpected(t, r);
+    c.unexpected += resultExpected(t, r) ? 0 : 1;
   }
-  if (runs > 0 && def && def->scope == PropertyDef::Scope::Op)
-    st += " " + std::to_string(worstCount) + "/" + std::to_string(runs);
+  return c;
+}
+
+std::string MatrixCell::label() const {
+  std::string st = status;
+  if (of > 0 && perOp) st += " " + std::to_string(count) + "/" + std::to_string(of);
   return unexpected ? st + "!" : st;
 }
+
+std::string matrixCell(const json& t, const std::string& p) { return matrixCellOf(t, p).label(); }
 
 std::string shellQuote(const std::string& s) {
   static const std::string safe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";

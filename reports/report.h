@@ -76,12 +76,27 @@ void printSummary(const json& report, std::ostream& os);
 /// lies inside it, else as it is.
 std::string shownPath(const std::string& path);
 
-/// One cell of the target x property matrix: "-" (the property does not
-/// apply: no result), else the worst status of the property's results
-/// (pass < skip < fail < error) and, for op properties (one result per op
-/// and dtype), how many results have it of how many ("fail 4/4"); "!" is
-/// appended when a result is not what the manifest expects. `target` is a
-/// target document; `property` an id (P1 .. P9).
+/// One cell of the target x property matrix, computed once here for every
+/// reader (the console, report.md, and report.html through report.json's
+/// targets[].matrix): the worst status of the property's results (pass <
+/// skip < flaky < fail < error; "-" when the property has no result: it
+/// does not apply), how many of the `of` results have it, and how many
+/// results are not what the manifest expects.
+struct MatrixCell {
+  std::string status = "-";
+  int count = 0;       ///< results with the worst status
+  int of = 0;          ///< the property's results
+  int unexpected = 0;  ///< results not as the manifest expects
+  bool perOp = false;  ///< an op property: one result per op and dtype
+  /// "fail 4/4" for an op property, "fail" for an installer property, "-";
+  /// "!" appended when a result is unexpected.
+  std::string label() const;
+};
+
+/// The cell of `property` (an id, P1 .. P9) in `target` (a target document).
+MatrixCell matrixCellOf(const json& target, const std::string& property);
+
+/// matrixCellOf(target, property).label().
 std::string matrixCell(const json& target, const std::string& property);
 
 /// The shell command that replays result `r` of `target` in flagprop

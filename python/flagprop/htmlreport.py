@@ -179,26 +179,31 @@ def _is_unexpected(result):
     return result.get("status") not in ("pass", "skip")
 
 
-def aggregate(target, results, counts=False):
+def aggregate(target, results, cell=None):
     """The one cell that stands for ``results`` (a list of result dicts of
-    ``target``, one property). Returns a dict: ``status`` (the displayed
-    status: "na" when there are no results, "unverified" for an unverified
-    run, else the worst of pass < skip < fail < error), ``worst`` (the worst
-    result status), ``label`` (e.g. "fail", "fail 4/4", "fail 1/1" for an op
-    property when ``counts``, "unverified · pass"),
-    ``reason`` (one line for the cell), ``tooltip`` (the full reasons),
-    ``unexpected`` (how many results are not what the manifest expects) and
-    ``first`` (the first result with the worst status, or None)."""
+    ``target``, one property): one result (an op x dtype cell), or a
+    property's results with ``cell``, their matrix cell as report.json
+    carries it (``targets[].matrix``, computed once by flagprop for the
+    console, report.md and this page). Returns a dict: ``status`` (the
+    displayed status: "na" when there are no results, "unverified" for an
+    unverified run, else the worst result status), ``worst`` (the worst
+    result status), ``label`` (e.g. "fail", "fail 4/4", "unverified ·
+    pass"), ``reason`` (one line for the cell), ``tooltip`` (the full
+    reasons), ``unexpected`` (how many results are not what the manifest
+    expects) and ``first`` (the first result with the worst status, or
+    None). Raises ValueError for several results without their cell."""
     if not results:
         return {"status": "na", "worst": None, "label": "-", "reason": "", "tooltip": "does not apply to this target",
                 "unexpected": 0, "first": None}
-    worst = max((r.get("status", "error") for r in results), key=lambda s: STATUS_RANK.get(s, 4))
-    of_worst = [r for r in results if r.get("status", "error") == worst]
-    # ``counts`` (the matrix): as on the console and in report.md, an op property (one result per op and
-    # dtype) always shows how many of its results have the worst status.
-    per_op = counts and any(r.get("op") for r in results)
-    label = "%s %d/%d" % (worst, len(of_worst), len(results)) if per_op or len(results) > 1 else worst
-    unexpected = sum(1 for r in results if _is_unexpected(r))
+    if cell is not None:
+        worst, label, unexpected = cell["status"], cell["label"].rstrip("!"), cell["unexpected"]
+    elif len(results) == 1:
+        worst = label = results[0].get("status", "error")
+        unexpected = 1 if _is_unexpected(results[0]) else 0
+    else:
+        raise ValueError("%d results of %s need their matrix cell (report.json's targets[].matrix)"
+                         % (len(results), results[0].get("property")))
+    of_worst = [r for r in results if r.get("status", "error") == worst] or results
     unverified = any(_is_unverified(target, r) for r in results)
     first = of_worst[0]
     if len(results) == 1:
@@ -423,10 +428,11 @@ def _matrix(report, columns, ids):
                        % (_e(name), head, len(columns), _e(err), _e(shorten(err, 200))))
             continue
         results = [r for r in (t.get("results") or []) if isinstance(r, dict)]
+        exported = {c["property"]: c for c in t.get("matrix") or [] if isinstance(c, dict) and "property" in c}
         cells = []
         for p in columns:
             mine = [r for r in results if r.get("property") == p]
-            agg = aggregate(t, mine, counts=True)
+            agg = aggregate(t, mine, exported.get(p))
             link = ids.find(name, agg["first"].get("key")) if agg["first"] is not None and _failing(agg["first"]) else None
             cells.append(_cell(agg, p, 60, link))
         out.append('<tr data-target="%s">%s%s</tr>' % (_e(name), head, "".join(cells)))

@@ -52,6 +52,13 @@ def op_result(prop, op, dtype, status="pass", reason="held", **extra):
     return r
 
 
+def cell(prop, status, count, of, unexpected):
+    """A made-up matrix cell of an op property as report.json's
+    ``targets[].matrix`` carries it (flagprop computes them)."""
+    return {"property": prop, "status": status, "count": count, "of": of, "unexpected": unexpected,
+            "label": "%s %d/%d%s" % (status, count, of, "!" if unexpected else "")}
+
+
 def make_report(tmp):
     """A made-up flagprop.report/1 report (dict) whose files (reproducers,
     a plot) are in folder ``tmp``: a target error, a target with hostile
@@ -117,9 +124,11 @@ def make_report(tmp):
             {"name": "moved-line", "manifest": "l.json", "status": "ok", "labels": ["cpu"], "provenance": PROV,
              "results": [moved]},
             {"name": "ops", "manifest": "ops.json", "status": "ok", "labels": ["cpu"], "provenance": PROV,
-             "unverified": ["libentry sha256 mismatch"], "results": ops},
+             "unverified": ["libentry sha256 mismatch"], "results": ops,
+             "matrix": [cell("P5", "fail", 2, 5, 2), cell("P6", "fail", 3, 3, 3)]},
             {"name": "big", "manifest": "big.json", "status": "ok", "labels": ["cpu"], "provenance": PROV,
-             "crash": "target process died with signal 11", "results": big},
+             "crash": "target process died with signal 11", "results": big,
+             "matrix": [cell("P5", "fail", 1, 121, 1), cell("P9", "pass", 2, 2, 0)]},
         ],
     }
 

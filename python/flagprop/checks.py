@@ -13,6 +13,13 @@ Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
 ``op`` (P5 and P6 together: one observation holds both properties' findings),
 ``streams`` (P7), ``hits`` (P8), ``timing`` (P9: a measurement; it
 always passes, or says why it refused).
+
+The dispatch on the kind (``_observe``, ``_judge``, ``describe``) is a
+chain of ``if kind == "..."`` on purpose: ``flagprop.slim``, which cuts the
+code a reproducer carries, follows only the branches the reproducer's kind
+can take, so a P1 reproducer carries no op machinery. A table of functions
+would hide the branches from it and pull every observer into every
+reproducer; a new kind is one more ``if`` in each of the three.
 """
 
 import os

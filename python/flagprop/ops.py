@@ -22,6 +22,12 @@ A target's ``ops`` section says where the op under test comes from:
 * ``{"kind": "module", "path": file, "globals": {...}}``: a Python file (one of
   flagprop's fixtures) whose ``OPS`` dict maps op names to callables, loaded
   as module ``flagprop_target.ops``.
+
+What ``flagprop.slim`` (the cutter of a reproducer's code) asks of this
+module: a function that only some kinds of case need imports what it needs
+inside itself (``from . import session``, ``observe``), not at the top, so
+that a reproducer of another kind carries none of that module; top-level
+imports are taken into every reproducer.
 """
 
 import importlib

@@ -61,8 +61,10 @@ def judged_against(r):
 
 def work(folders, only):
     """Where the run's time went: per op family (report.json's
-    coverage.by_family, over all dtypes) its runs' seconds, the part spent
-    shrinking and the Triton compilations; then the ten slowest results."""
+    coverage.by_family, over all dtypes: a part stopped before it merged its
+    documents has none) its runs' seconds, the part spent shrinking and the
+    Triton compilations; then the ten slowest results (from the per-target
+    documents too)."""
     rows, slow = collections.defaultdict(lambda: [0, 0.0, 0.0, 0]), []
     for folder in folders:
         try:
@@ -80,7 +82,7 @@ def work(folders, only):
                     acc[1] += row.get("seconds", 0.0)
                     acc[2] += row.get("shrink_seconds", 0.0)
                     acc[3] += row.get("compilations", 0)
-            slow.extend(r for r in doc.get("results", []) if r.get("op"))
+        slow.extend(r for target, r in results(folder) if r.get("op") and (only is None or target == only))
     if rows:
         print("where the time went (the runs' seconds summed over their processes):")
         print("  %-28s %5s %9s %12s %12s" % ("family", "ops", "run s", "shrinking s", "compilations"))

@@ -142,42 +142,52 @@ struct Discards {
   std::string first;
 };
 
-// The shrinking of one RapidCheck search: when its first failure came, how
-// many candidates were judged after it and how many of those failed (each
-// one RapidCheck took as its new counterexample), and whether the budget
-// stopped it.
-struct ShrinkClock {
+// The shrinking of one RapidCheck search, and the listener RapidCheck
+// tells of each shrink candidate it tried. RapidCheck runs the property
+// body again on cases it has judged (the current smallest, to draw its
+// shrinks; the final counterexample, once more; a replay's path), so the
+// body tracks the current smallest failing case itself (`best`): past the
+// budget, that case fails again unjudged and every other candidate is
+// discarded, which RapidCheck never accepts as a shrink.
+struct ShrinkClock : rc::detail::TestListenerAdapter {
   std::optional<std::chrono::steady_clock::time_point> since;  // the search's first failure
-  int judged = 0, failing = 0;
+  json best;                                                   // the case of the last failure RapidCheck was told
+  std::string bestWhy;
+  int tried = 0, accepted = 0, discarded = 0;  // candidates tried, taken, discarded unjudged (the budget)
   bool stopped = false;
-  // Past `budget` s since the first failure (-1: never)? Counts the candidate otherwise.
-  bool over(int budget) {
-    if (!since) return false;
-    if (budget >= 0 && std::chrono::steady_clock::now() - *since >= std::chrono::seconds(budget)) {
-      stopped = true;
-      return true;
-    }
-    ++judged;
-    return false;
+
+  void onShrinkTried(const rc::detail::CaseDescription&, bool ok) override {
+    ++tried;
+    accepted += ok ? 1 : 0;
   }
-  void failed() {
-    if (since)
-      ++failing;
-    else
-      since = std::chrono::steady_clock::now();
+  // Whether `budget` s (-1: none) have passed since the first failure.
+  bool over(int budget) const {
+    return since && budget >= 0 && std::chrono::steady_clock::now() - *since >= std::chrono::seconds(budget);
   }
-  // {"judged", "failing", "seconds", "stopped", "budget_s"} of the search
-  // that just ended (null when it found no failure), and a fresh clock.
+  // The body is about to fail on `c` with `why`.
+  void failing(const json& c, const std::string& why) {
+    if (!since) since = std::chrono::steady_clock::now();
+    best = c;
+    bestWhy = why;
+  }
+  // {"tried", "accepted", "discarded", "seconds", "stopped", "budget_s"} of
+  // the search that just ended (null when it found no failure); the clock
+  // starts anew.
   json take(int budget) {
     json j;
     if (since) {
-      j = {{"judged", judged},
-           {"failing", failing},
+      j = {{"tried", tried},
+           {"accepted", accepted},
+           {"discarded", discarded},
            {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()},
            {"stopped", stopped}};
       if (budget >= 0) j["budget_s"] = budget;
     }
-    *this = ShrinkClock{};
+    since.reset();
+    best = json();
+    bestWhy.clear();
+    tried = accepted = discarded = 0;
+    stopped = false;
     return j;
   }
 };
@@ -189,7 +199,7 @@ void noteShrink(PropertyOutcome& o, const json& shrink) {
   o.observations["shrink"] = shrink;
   if (shrink.value("stopped", false))
     o.reason += " (shrinking stopped after " + std::to_string(shrink.value("budget_s", 0)) + " s (--shrink-time), " +
-                std::to_string(shrink.value("failing", 0)) +
+                std::to_string(shrink.value("accepted", 0)) +
                 " smaller failing case(s) found: the counterexample may not be the smallest)";
 }
 
@@ -562,16 +572,24 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   // opts.shrinkSeconds every candidate left is discarded unjudged (a
   // discard is never accepted as a shrink), which ends the search on the
   // last failing case.
+  // A replay runs the cases along its shrink path: no budget there.
+  const bool replaying = !opts.reproduce.empty();
+  const int shrinkBudget = replaying ? -1 : opts.shrinkSeconds;
   ShrinkClock shrink;
   auto body = [&]() {
-    if (shrink.over(opts.shrinkSeconds)) RC_DISCARD("shrink time is up");
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
+    if (shrink.over(shrinkBudget)) {
+      if (c.value == shrink.best) RC_FAIL(shrink.bestWhy);  // the smallest so far, run again: it failed
+      shrink.stopped = true;
+      ++shrink.discarded;
+      RC_DISCARD("shrink time is up");
+    }
     if (opts.progress) opts.progress(judged++);
     const auto judgedCase = judgeOnce(c, samplerNow(), json::object());
     if (const auto* f = std::get_if<CaseFailure>(&judgedCase)) {
       if (!f->sticky) last = {c.value, f->evidence, f->why};
-      shrink.failed();
+      shrink.failing(c.value, f->why);
       RC_FAIL(f->why);
     }
     const json& result = std::get<json>(judgedCase);
@@ -593,13 +611,12 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       for (const auto& k : kinds) seen = seen && known.count(k.get<std::string>()) > 0;
       if (seen) return;  // a failure of a kind already recorded: go on looking for another
       last = {c.value, result.value("evidence", json::object()), v.at("reason").get<std::string>(), kinds};
-      shrink.failed();
+      shrink.failing(c.value, last.why);
       RC_FAIL(last.why);
     }
   };
-  rc::detail::TestListenerAdapter quiet;
-  auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
-  json shrinkSeen = shrink.take(opts.shrinkSeconds);
+  auto result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, shrink, replay);
+  json shrinkSeen = shrink.take(shrinkBudget);
   const uint64_t seed = params.seed;
   auto refused = [&]() {  // not a health skip: no sample of another source would help
     PropertyOutcome o =
@@ -620,13 +637,13 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       last = {};
       discards = {};
       held = dtypeRejected = 0;
-      result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
-      shrinkSeen = shrink.take(opts.shrinkSeconds);
+      result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, shrink, replay);
+      shrinkSeen = shrink.take(shrinkBudget);
       if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
     }
   }
   record(out, result, last, discards, md.id);
-  if (out.status == "fail") noteShrink(out, shrinkSeen);
+  if ((out.status == "fail" || out.status == "error") && !replaying) noteShrink(out, shrinkSeen);
   if (!db.empty()) out.observations["db"] = db;
   if (out.status == "fail" && !last.caseJson.is_null()) confirm(out, Case{last.caseJson}, samplerNow());
   out.reason += fallbackNote;
@@ -640,10 +657,10 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     for (const auto& x : last.kinds) known.insert(x.get<std::string>());
     last = {};
     params.seed = params.seed * 6364136223846793005ull + 1442695040888963407ull;
-    const auto again = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, quiet, replay);
+    const auto again = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, shrink, replay);
     PropertyOutcome extra = outcomeFor(run, "", "");
     record(extra, again, last, discards, md.id);
-    if (extra.status == "fail") noteShrink(extra, shrink.take(opts.shrinkSeconds));
+    noteShrink(extra, shrink.take(shrinkBudget));
     if (extra.status != "fail" || last.kinds.empty()) break;
     distinct.push_back({{"reason", extra.reason},
                         {"kinds", last.kinds},

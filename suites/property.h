@@ -50,12 +50,14 @@ struct RunOptions {
   /// its tally (observations.replays = {"failed": k, "of": n}); 0: never.
   int flakyReplays = 3;
   /// How long, in s, RapidCheck may shrink each failure it finds (the
-  /// first and each distinct one): past it the shrink candidates left are
-  /// not judged, and the counterexample is the smallest failing case found
-  /// so far (observations.shrink says so). 0: no shrinking at all; -1 (the
-  /// default): until RapidCheck has no smaller candidate. On a GPU each
-  /// candidate of a new shape can compile its own Triton kernels, so a
-  /// budget bounds a run over many failing ops.
+  /// first and each distinct one), counted from the failure: past it the
+  /// shrink candidates left are discarded unjudged, and the counterexample
+  /// is the smallest failing case found so far (observations.shrink says
+  /// so). 0: no shrinking at all; -1 (the default): until RapidCheck has no
+  /// smaller candidate. A candidate already being judged is not stopped.
+  /// Ignored on a replay (`reproduce`). On a GPU each candidate of a new
+  /// shape can compile its own Triton kernels, so a budget bounds a run
+  /// over many failing ops.
   int shrinkSeconds = -1;
 };
 

@@ -69,9 +69,12 @@ TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
 }
 
 // --shrink-time: with no time to shrink, the counterexample is the first
-// failing case as found (no candidate judged after it) and the reason says
-// it may not be the smallest; without a budget RapidCheck shrinks it to the
-// boundary. Either one's reproduce string replays its own counterexample.
+// failing case as found (every candidate RapidCheck tries after it is
+// discarded unjudged; RapidCheck's own runs of that case again fail without
+// judging) and the reason says it may not be the smallest; without a budget
+// RapidCheck shrinks it to the boundary. Either one's reproduce string
+// replays its own counterexample, with or without a budget (a replay has
+// none: its path is run, not searched).
 TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
   PropertyRun run;
   run.id = "P1";
@@ -90,8 +93,11 @@ TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
   const PropertyOutcome full = runProperty(run, opts);
   ASSERT_EQ(full.status, "fail") << full.reason;
   EXPECT_EQ(full.counterexample, json(10)) << "RapidCheck shrinks an int to the boundary";
-  EXPECT_FALSE(full.observations.at("shrink").at("stopped").get<bool>());
-  EXPECT_GT(full.observations.at("shrink").at("failing").get<int>(), 0);
+  const json fullShrink = full.observations.at("shrink");
+  EXPECT_FALSE(fullShrink.at("stopped").get<bool>());
+  EXPECT_GT(fullShrink.at("accepted").get<int>(), 0);
+  EXPECT_GE(fullShrink.at("tried").get<int>(), fullShrink.at("accepted").get<int>());
+  EXPECT_EQ(fullShrink.at("discarded"), 0);
   EXPECT_EQ(full.reason.find("shrinking stopped"), std::string::npos) << full.reason;
   opts.shrinkSeconds = 0;
   judgings = 0;
@@ -99,16 +105,23 @@ TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
   ASSERT_EQ(first.status, "fail") << first.reason;
   EXPECT_GT(first.counterexample.get<int>(), 10) << "the first failing case of seed 7, unshrunk";
   EXPECT_EQ(judgings, first.casesRun) << "no candidate was judged after the first failure";
-  EXPECT_TRUE(first.observations.at("shrink").at("stopped").get<bool>());
-  EXPECT_EQ(first.observations.at("shrink").at("judged"), 0);
-  EXPECT_NE(first.reason.find("shrinking stopped after 0 s (--shrink-time)"), std::string::npos) << first.reason;
-  for (const auto* o : {&full, &first}) {
-    RunOptions replay;
-    replay.reproduce = o->reproduce;
-    const PropertyOutcome again = runProperty(run, replay);
-    EXPECT_EQ(again.status, "fail") << again.reason;
-    EXPECT_EQ(again.counterexample, o->counterexample);
-  }
+  EXPECT_EQ(first.counterexampleShown, std::to_string(first.counterexample.get<int>()));
+  const json firstShrink = first.observations.at("shrink");
+  EXPECT_TRUE(firstShrink.at("stopped").get<bool>());
+  EXPECT_EQ(firstShrink.at("accepted"), 0);
+  EXPECT_GT(firstShrink.at("discarded").get<int>(), 0);
+  EXPECT_NE(first.reason.find("at least 10 (shrinking stopped after 0 s (--shrink-time)"), std::string::npos)
+      << first.reason;
+  for (const auto* o : {&full, &first})
+    for (const int budget : {-1, 0}) {
+      RunOptions replay;
+      replay.reproduce = o->reproduce;
+      replay.shrinkSeconds = budget;
+      const PropertyOutcome again = runProperty(run, replay);
+      EXPECT_EQ(again.status, "fail") << again.reason;
+      EXPECT_EQ(again.counterexample, o->counterexample);
+      EXPECT_FALSE(again.observations.contains("shrink")) << "a replay shrinks nothing";
+    }
 }
 
 }  // namespace

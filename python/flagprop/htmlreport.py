@@ -191,7 +191,8 @@ def aggregate(target, results, cell=None):
     pass"), ``reason`` (one line for the cell), ``tooltip`` (the full
     reasons), ``unexpected`` (how many results are not what the manifest
     expects) and ``first`` (the first result with the worst status, or
-    None). Raises ValueError for several results without their cell."""
+    None). Several results without their cell (a report.json written before
+    flagprop exported the matrix) get the cell computed here the same way."""
     if not results:
         return {"status": "na", "worst": None, "label": "-", "reason": "", "tooltip": "does not apply to this target",
                 "unexpected": 0, "first": None}
@@ -200,9 +201,11 @@ def aggregate(target, results, cell=None):
     elif len(results) == 1:
         worst = label = results[0].get("status", "error")
         unexpected = 1 if _is_unexpected(results[0]) else 0
-    else:
-        raise ValueError("%d results of %s need their matrix cell (report.json's targets[].matrix)"
-                         % (len(results), results[0].get("property")))
+    else:  # a report.json written before targets[].matrix existed: the cell as reports/report.h computes it
+        worst = max((r.get("status", "error") for r in results), key=lambda st: STATUS_RANK.get(st, 4))
+        count = sum(1 for r in results if r.get("status", "error") == worst)
+        label = "%s %d/%d" % (worst, count, len(results)) if any(r.get("op") for r in results) else worst
+        unexpected = sum(1 for r in results if _is_unexpected(r))
     of_worst = [r for r in results if r.get("status", "error") == worst] or results
     unverified = any(_is_unverified(target, r) for r in results)
     first = of_worst[0]

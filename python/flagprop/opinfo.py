@@ -39,6 +39,7 @@ import hashlib
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -212,22 +213,24 @@ class _Bank:
             sample["tensors"] = [_encode_tensor(t, self.run_dtype, torch) for t in tensors]
         except _Unencodable:
             return
-        for a in func._schema.arguments:  # an out= tensor's recorded values are uninitialized memory: never kept
-            ref = sample["kwargs"].get(a.name)
-            if _is_out_argument(a) and isinstance(ref, dict) and "data" in sample["tensors"][ref.get("tensor", 0)]:
-                enc = sample["tensors"][ref["tensor"]]
-                enc["data"] = [False if enc["dtype"] == "bool" else 0] * len(enc["data"])
         key = name + _structure(sample)
         if key in self.seen:
             return
         self.seen.add(key)
         try:
+            # An out= tensor's recorded values are uninitialized memory (other
+            # on every build, and overwritten by the op): never kept, zeros instead.
+            outs = _out_indices(func, sample)
             if _needs_given_values(torch, func, sample, tensors, self.run_dtype):
-                for t, enc in zip(tensors, sample["tensors"]):
-                    if enc["dtype"] == "run":
+                for i, (t, enc) in enumerate(zip(tensors, sample["tensors"])):
+                    if enc["dtype"] == "run" and i not in outs:
                         enc["data"] = _data(t)
         except _Unencodable:
             return
+        for i in outs:
+            enc = sample["tensors"][i]
+            if "data" in enc:
+                enc["data"] = [False if enc["dtype"] == "bool" else 0] * len(enc["data"])
         self.ops.setdefault(name, []).append(sample)
         self._try_inplace(func, sample, tensors)
 
@@ -410,7 +413,12 @@ def _in_children(fns, workers):
     def start():
         for k, fn in pending:
             read, write = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read)
+                os.close(write)
+                raise
             if pid == 0:
                 os.close(read)
                 code = 0
@@ -426,24 +434,33 @@ def _in_children(fns, workers):
             return True
         return False
 
-    while len(running) < workers and start():
-        pass
-    while running:
-        for key, _ in sel.select():
-            fd = key.fd
-            chunk = os.read(fd, 1 << 16)
-            if chunk:
-                running[fd][2].append(chunk)
-                continue
-            sel.unregister(fd)
+    try:
+        while len(running) < workers and start():
+            pass
+        while running:
+            for key, _ in sel.select():
+                fd = key.fd
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    running[fd][2].append(chunk)
+                    continue
+                sel.unregister(fd)
+                os.close(fd)
+                k, pid, chunks = running.pop(fd)
+                _, status = os.waitpid(pid, 0)
+                text = b"".join(chunks)
+                if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and text:
+                    results[k] = json.loads(text)
+                start()
+    finally:  # an error here (a fork refused): no child is left running or unreaped
+        for fd, (_k, pid, _chunks) in running.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            os.waitpid(pid, 0)
             os.close(fd)
-            k, pid, chunks = running.pop(fd)
-            _, status = os.waitpid(pid, 0)
-            text = b"".join(chunks)
-            if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and text:
-                results[k] = json.loads(text)
-            start()
-    sel.close()
+        sel.close()
     return results
 
 
@@ -464,6 +481,19 @@ def _aten_overloads(torch, info):
         returns_tensor = any("Tensor" in str(r.type) for r in op._schema.returns)
         if takes_tensor and returns_tensor and not any(_is_out_argument(a) for a in args):
             out.append(op)
+    return out
+
+
+def _out_indices(func, sample):
+    """The indices into ``sample["tensors"]`` of the out= tensors of the
+    call (a single tensor or a list of them)."""
+    out = set()
+    for a in func._schema.arguments:
+        if _is_out_argument(a):
+            ref = sample["kwargs"].get(a.name)
+            for r in ref if isinstance(ref, list) else [ref]:
+                if isinstance(r, dict) and isinstance(r.get("tensor"), int):
+                    out.add(r["tensor"])
     return out
 
 

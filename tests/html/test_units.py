@@ -197,6 +197,20 @@ class Page(unittest.TestCase):
         self.assertIn("unexp", p6.group(1))
         self.assertIn("unverified \u00b7 fail 3/3", p6.group(2))
 
+    def test_a_report_without_exported_cells_gets_the_same_cells(self):
+        """Checks: a report.json written before targets[].matrix existed renders the same matrix cells,
+        computed from the results. Fails the test otherwise."""
+        old = copy.deepcopy(self.report)
+        for t in old["targets"]:
+            t.pop("matrix", None)
+        page = htmlreport.render(old, self.tmp)
+        cells = r'<td class="([^"]*)" data-prop="(P\d)"[^>]*>(.*?)</td>'
+        for name in ("ops", "big"):
+            row = r'<tr data-target="%s">(.*?)</tr>' % name
+            now = re.findall(cells, re.search(row, self.page, re.S).group(1), re.S)
+            then = re.findall(cells, re.search(row, page, re.S).group(1), re.S)
+            self.assertEqual(now, then)
+
     def test_a_big_op_table_is_collapsed_with_what_needs_attention_first(self):
         """Checks: a big op table is collapsed with what needs attention first. Fails the test otherwise."""
         sec = self.page[self.page.index('id="t-big"'):]

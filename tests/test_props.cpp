@@ -49,14 +49,21 @@ RC_GTEST_PROP(P4KeyEquivalence, FastKeyHelperAndMemosEqualStock, ()) {
 namespace flagprop {
 namespace {
 
-// A run that judged nothing held nothing: whatever its count came from, it is
-// a skip ("no case ran"), never a pass; one case of the same run fails.
-TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
+// A made-up run of `cases` cases under P1's name, for the RapidCheck driver
+// alone: the caller gives its generator and judge.
+PropertyRun madeUpRun(int cases) {
   PropertyRun run;
   run.id = "P1";
   run.title = "install status";
   run.checkKind = "install";
-  run.cases = 0;
+  run.cases = cases;
+  return run;
+}
+
+// A run that judged nothing held nothing: whatever its count came from, it is
+// a skip ("no case ran"), never a pass; one case of the same run fails.
+TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
+  PropertyRun run = madeUpRun(0);
   run.judge = [](const Case&) { return json{{"pass", false}, {"reason", "always wrong"}}; };
   RunOptions opts;
   opts.seed = 1;
@@ -76,11 +83,7 @@ TEST(Property, ARunOfNoCaseIsASkipNotAPass) {
 // replays its own counterexample, with or without a budget (a replay has
 // none: its path is run, not searched).
 TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
-  PropertyRun run;
-  run.id = "P1";
-  run.title = "install status";
-  run.checkKind = "install";
-  run.cases = 100;
+  PropertyRun run = madeUpRun(100);
   run.generator = rc::gen::map(rc::gen::inRange(0, 1000000), [](int n) { return Case{json(n)}; });
   int judgings = 0;
   run.judge = [&](const Case& c) {

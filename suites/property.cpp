@@ -567,12 +567,11 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   auto dtypeRefused = [&]() {
     return held == 0 && dtypeRejected >= kDtypeRejections && dtypeRejected == discards.count;
   };
-  // Shrinking: RapidCheck judges a candidate after a failure only while
-  // shrinking it, so the first failure of a search starts the clock; past
-  // opts.shrinkSeconds every candidate left is discarded unjudged (a
-  // discard is never accepted as a shrink), which ends the search on the
-  // last failing case.
-  // A replay runs the cases along its shrink path: no budget there.
+  // Shrinking: the first failure of a search starts the clock; past
+  // opts.shrinkSeconds (ShrinkClock) the smallest failing case so far fails
+  // again unjudged and every other candidate is discarded unjudged, which
+  // ends the search on that case. A replay runs the cases along its shrink
+  // path: no budget there.
   const bool replaying = !opts.reproduce.empty();
   const int shrinkBudget = replaying ? -1 : opts.shrinkSeconds;
   ShrinkClock shrink;

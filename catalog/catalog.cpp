@@ -76,6 +76,25 @@ json freeOutputs(const std::string& name) {
 }
 }  // namespace out
 
+void to_json(json& j, const Judging& g) {
+  j = {{"upcast", g.upcast}, {"tolerance", g.tolerance}, {"outputs", g.outputs}};
+  if (!g.mode.empty()) j["mode"] = g.mode;
+  if (!g.reference.empty()) j["reference"] = g.reference;
+  if (g.integerOnly) j["integer_only"] = true;
+  if (!g.schema.empty()) j["schema"] = g.schema;
+}
+
+void from_json(const json& j, Judging& g) {
+  g = Judging{};
+  g.upcast = j.value("upcast", g.upcast);
+  g.tolerance = j.value("tolerance", g.tolerance);
+  g.outputs = j.value("outputs", g.outputs);
+  g.mode = j.value("mode", g.mode);
+  g.reference = j.value("reference", g.reference);
+  g.integerOnly = j.value("integer_only", g.integerOnly);
+  g.schema = j.value("schema", g.schema);
+}
+
 Op::Op(std::string name, std::vector<std::string> dtypes, Sampler sample) {
   entry_.name = std::move(name);
   entry_.dtypes = std::move(dtypes);
@@ -83,18 +102,18 @@ Op::Op(std::string name, std::vector<std::string> dtypes, Sampler sample) {
 }
 
 Op& Op::tolerance(json rule) {
-  entry_.judging["tolerance"] = std::move(rule);
+  entry_.judging.tolerance = std::move(rule);
   return *this;
 }
 
 Op& Op::exact() {
-  entry_.judging["tolerance"] = tol::exact();
-  entry_.judging["upcast"] = false;
+  entry_.judging.tolerance = tol::exact();
+  entry_.judging.upcast = false;
   return *this;
 }
 
 Op& Op::outputs(json kinds) {
-  entry_.judging["outputs"] = std::move(kinds);
+  entry_.judging.outputs = std::move(kinds);
   return *this;
 }
 

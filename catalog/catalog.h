@@ -63,16 +63,36 @@ json unorderedIf(json rule, const json& arg, const json& dimArg);
 json freeOutputs(const std::string& name);
 }  // namespace out
 
+/// How a catalog op's outputs are judged: the case's `judging` as
+/// flagprop.verdicts reads it (docs/catalog.md). Written as JSON with
+/// upcast, tolerance and outputs always, the rest only where set.
+struct Judging {
+  bool upcast = true;                 ///< floating inputs of the reference in float64
+  json tolerance = tol::pointwise();  ///< a tol:: rule
+  json outputs = json::array();       ///< per output an out:: kind (default: values)
+  /// Schema-derived entries: how the overload returns ("functional",
+  /// "inplace", "out", "view", ...; catalog/schema_ops.h); "": functional.
+  std::string mode;
+  /// "either": the reference may be computed in float64 or in the run's
+  /// dtype (schema-derived entries: the schema says nothing of
+  /// conditioning); "": as `upcast` says.
+  std::string reference;
+  bool integerOnly = false;  ///< run in int32 whatever floating dtypes the target asks for
+  std::string schema;        ///< the ATen schema it was derived from; "": a hand-written entry
+  bool derived() const { return !schema.empty(); }
+};
+void to_json(json& j, const Judging& g);
+/// Absent keys keep their defaults; a key of the wrong type throws json::type_error.
+void from_json(const json& j, Judging& g);
+
 /// One catalog op.
 struct OpEntry {
   std::string name;                 ///< ATen overload as torch.ops spells it: "add.Tensor", "tanh" (= tanh.default)
   std::vector<std::string> dtypes;  ///< dtypes the op may be run in (a target's `dtypes` picks among them)
   /// What it runs in when the target names no dtypes; empty: all of `dtypes`.
   std::vector<std::string> defaultDtypes;
-  Sampler sample;  ///< one call of the op
-  /// {"upcast": floating inputs of the reference in float64, "tolerance": a
-  /// tol:: rule, "outputs": per output an out:: kind (default values)}.
-  json judging = {{"upcast", true}, {"tolerance", tol::pointwise()}, {"outputs", json::array()}};
+  Sampler sample;   ///< one call of the op
+  Judging judging;  ///< how its outputs are judged
 };
 
 /// Builds an entry in one expression: Op("exp", kFloating, samplers::unary()).

@@ -347,11 +347,11 @@ OpEntry schemaEntry(const OpSchema& s) {
                  schemaSampler(s))
                   .tolerance({{"rule", "schema"}});
   e.defaultDtypes = ints ? std::vector<std::string>{"int32", "int64", "bool"} : kSchemaDefaultDtypes;
-  if (ints) e.judging["integer_only"] = true;  // run in int32 whatever floating dtypes the target asks for
-  e.judging["mode"] = k.kind;
-  e.judging["outputs"] = out::freeOutputs(s.name);  // where ATen leaves the index among ties free
-  e.judging["reference"] = "either";  // float64 or the run's dtype: the schema says nothing of conditioning
-  e.judging["schema"] = s.text;
+  e.judging.integerOnly = ints;  // run in int32 whatever floating dtypes the target asks for
+  e.judging.mode = k.kind;
+  e.judging.outputs = out::freeOutputs(s.name);  // where ATen leaves the index among ties free
+  e.judging.reference = "either";                // float64 or the run's dtype: the schema says nothing of conditioning
+  e.judging.schema = s.text;
   return e;
 }
 

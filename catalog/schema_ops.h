@@ -43,10 +43,10 @@ Sampler schemaSampler(const OpSchema& s);
 bool integerOnly(const std::string& name);
 
 /// The entry for `s`: dtypes float32, float16, bfloat16, int32 (int32 only
-/// for integerOnly ops, with judging["integer_only"]); the
+/// for integerOnly ops, with Judging::integerOnly); the
 /// "schema" tolerance rule (rtol by dtype, atol growing with the square
 /// root of the elements reduced into one output element); the class in
-/// judging["mode"]. Throws std::invalid_argument (the class's reason) when
+/// Judging::mode. Throws std::invalid_argument (the class's reason) when
 /// the op is excluded.
 OpEntry schemaEntry(const OpSchema& s);
 

@@ -1,5 +1,6 @@
 #include "reports/report.h"
 
+#include "core/records.h"
 #include "suites/registry.h"
 
 #include <algorithm>
@@ -17,11 +18,12 @@
 
 namespace flagprop {
 
-bool resultExpected(const json& target, const json& result) {
-  if (result.contains("as_expected")) return result.at("as_expected").get<bool>();  // a merged report's result says
-  return statusExpected(target.value("expect", json::object()), result.value("status", ""),
-                        result.value("property", ""), result.value("op", ""), result.value("dtype", ""));
+bool resultExpected(const json& target, const ResultRecord& r) {
+  if (r.asExpected) return *r.asExpected;  // a merged report's result says
+  return statusExpected(target.value("expect", json::object()), r.status, r.property, r.op, r.dtype);
 }
+
+bool resultExpected(const json& target, const json& result) { return resultExpected(target, resultRecord(result)); }
 
 namespace {
 // A manifest's `expect` ({"P5/op/dtype": status}) as report.json states it:
@@ -45,9 +47,6 @@ json expectEntries(const json& expect) {
   return out;
 }
 
-// The run key --property takes to replay result `r`.
-std::string replayId(const json& r) { return r.value("key", r.value("property", "")); }
-
 // `p` relative to folder `base` when it lies inside it, else as it is.
 std::string under(const std::string& p, const std::string& base) {
   if (base.empty() || p.size() <= base.size() + 1 || p.compare(0, base.size(), base) != 0 || p[base.size()] != '/')
@@ -67,17 +66,16 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
   for (auto& t : targets) {  // each result says what its manifest expects, so readers need not re-derive it
     for (auto& r : t["results"]) {
       if (!r.is_object()) continue;
+      const ResultRecord rec = resultRecord(r);
       // The one replay command, for report.md, the console, report.html and the drafts alike.
-      if (!r.value("reproduce", std::string()).empty()) r["replay"] = replayCommand(runInfo, t, r);
-      if (r.contains("observations") && r["observations"].is_object() &&
-          r["observations"].contains("distinct_failures"))
+      if (!rec.reproduce.empty()) r["replay"] = replayCommand(runInfo, t, rec);
+      if (!rec.observations.distinctFailures.empty())
         for (auto& d : r["observations"]["distinct_failures"])
           if (d.is_object() && !d.value("reproduce", std::string()).empty())
-            d["replay"] = replayCommand(runInfo, t, replayId(r), d.value("reproduce", std::string()));
-      const std::string want = expectedStatus(t.value("expect", json::object()), r.value("property", ""),
-                                              r.value("op", ""), r.value("dtype", ""));
+            d["replay"] = replayCommand(runInfo, t, rec.replayId(), d.value("reproduce", std::string()));
+      const std::string want = expectedStatus(t.value("expect", json::object()), rec.property, rec.op, rec.dtype);
       r["expected"] = want.empty() ? "pass or skip" : want;
-      r["as_expected"] = resultExpected(t, r);
+      r["as_expected"] = resultExpected(t, rec);
     }
     if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
   }
@@ -88,9 +86,8 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
     std::vector<std::string> ids;
     for (const auto& d : properties()) ids.push_back(d.id);
     std::set<std::string> other;
-    for (const auto& r : t.at("results"))
-      if (r.is_object() && r.value("property", "") != "" && !findProperty(r.value("property", "")))
-        other.insert(r.value("property", ""));
+    for (const auto& r : resultRecords(t))
+      if (!r.property.empty() && !findProperty(r.property)) other.insert(r.property);
     ids.insert(ids.end(), other.begin(), other.end());
     for (const auto& id : ids)
       if (const MatrixCell c = matrixCellOf(t, id); c.of > 0)
@@ -121,15 +118,14 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       db["stored"] = db["stored"].get<int>() + t.at("db").value("stored", 0);
       if (t.at("db").contains("error")) db["error"] = t.at("db").at("error");
     }
-    for (const auto& r : t.value("results", json::array())) {
-      const json obs = r.is_object() ? r.value("observations", json::object()) : json::object();
-      if (!obs.is_object() || !obs.contains("db")) continue;
-      const json& d = obs.at("db");
-      db["replayed"] = db["replayed"].get<int>() + d.value("replayed", 0);
-      const std::string k = r.value("status", std::string()) == "flaky" ? "flaky" : "still_failing";
-      db[k] = db[k].get<int>() + (d.contains("still_failing") ? 1 : 0);
-      db["fixed"] = db["fixed"].get<int>() + static_cast<int>(d.value("fixed", json::array()).size());
-      db["dropped"] = db["dropped"].get<int>() + static_cast<int>(d.value("dropped", json::array()).size());
+    for (const auto& r : resultRecords(t)) {
+      if (!r.observations.db) continue;
+      const DbNote& d = *r.observations.db;
+      db["replayed"] = db["replayed"].get<int>() + d.replayed;
+      const std::string k = r.status == "flaky" ? "flaky" : "still_failing";
+      db[k] = db[k].get<int>() + (d.stillFailing.is_null() ? 0 : 1);
+      db["fixed"] = db["fixed"].get<int>() + static_cast<int>(d.fixed.size());
+      db["dropped"] = db["dropped"].get<int>() + static_cast<int>(d.dropped.size());
     }
   }
   int targetErrors = 0;
@@ -142,16 +138,15 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
                             {"reason", t.value("error", "")}});
       continue;
     }
-    for (const auto& r : t.at("results")) {
-      counts[r.value("status", "error")] = counts.value(r.value("status", "error"), 0) + 1;
+    for (const auto& r : resultRecords(t)) {
+      const std::string status = r.status.empty() ? "error" : r.status;
+      counts[status] = counts.value(status, 0) + 1;
       if (!resultExpected(t, r)) {
-        json u = {{"target", t.value("name", "?")},
-                  {"property", r.value("property", "")},
-                  {"status", r.value("status", "")},
-                  {"reason", r.value("reason", "")}};
-        if (r.contains("op")) {
-          u["op"] = r.at("op");
-          u["dtype"] = r.at("dtype");
+        json u = {
+            {"target", t.value("name", "?")}, {"property", r.property}, {"status", r.status}, {"reason", r.reason}};
+        if (r.hasOp()) {
+          u["op"] = r.op;
+          u["dtype"] = r.dtype;
         }
         unexpected.push_back(u);
       }
@@ -174,19 +169,15 @@ std::string cell(std::string s, size_t max = 110) {
 
 namespace {
 // The status a manifest's `expect` wants for a result (pass when unnamed).
-std::string expectedStatusOf(const json& target, const json& r) {
-  if (r.contains("expected")) {  // a merged report's result says
-    const std::string e = r.value("expected", "");
-    return e == "pass or skip" ? "pass" : e;
-  }
-  const std::string want = expectedStatus(target.value("expect", json::object()), r.value("property", ""),
-                                          r.value("op", ""), r.value("dtype", ""));
+std::string expectedStatusOf(const json& target, const ResultRecord& r) {
+  if (r.expected) return *r.expected == "pass or skip" ? "pass" : *r.expected;  // a merged report's result says
+  const std::string want = expectedStatus(target.value("expect", json::object()), r.property, r.op, r.dtype);
   return want.empty() ? "pass" : want;
 }
 
-std::string resultLabel(const json& r) {
-  std::string l = r.value("property", "") + " " + r.value("title", "");
-  if (r.contains("op")) l += " · " + r.value("op", "") + " " + r.value("dtype", "");
+std::string resultLabel(const ResultRecord& r) {
+  std::string l = r.property + " " + r.title;
+  if (r.hasOp()) l += " · " + r.op + " " + r.dtype;
   return l;
 }
 
@@ -199,12 +190,12 @@ std::string fixed(double v, int digits) {
 // Per op and dtype: P5 / P6 status, cases, compilations per 100 cases and
 // where the time went.
 // The op properties a target's results hold, in registry order.
-std::vector<const PropertyDef*> opColumns(const json& t) {
+std::vector<const PropertyDef*> opColumns(const std::vector<ResultRecord>& results) {
   std::vector<const PropertyDef*> out;
   for (const auto& d : properties()) {
     if (d.scope != PropertyDef::Scope::Op) continue;
-    for (const auto& r : t.at("results"))
-      if (r.value("property", "") == d.id) {
+    for (const auto& r : results)
+      if (r.property == d.id) {
         out.push_back(&d);
         break;
       }
@@ -237,15 +228,15 @@ std::string fastPathCell(const std::string& id, const json& o) {
 }
 
 // P9's measurements: one line each, with its plot.
-void timingSection(std::ostringstream& md, const json& report, const json& t) {
+void timingSection(std::ostringstream& md, const json& report, const std::vector<ResultRecord>& results) {
   bool any = false;
-  for (const auto& r : t.at("results")) {
-    if (r.value("property", "") != "P9") continue;
+  for (const auto& r : results) {
+    if (r.property != "P9") continue;
     if (!any) md << "P9 A/B timing (A: patch on, B: patch off; µs per call):\n\n";
     any = true;
-    md << "- " << r.value("op", "") << " " << r.value("dtype", "") << ": " << r.value("reason", "");
-    if (r.contains("plot")) md << " ([plot](" << inReport(r.value("plot", ""), report) << "))";
-    if (r.contains("plot_error")) md << " (no plot: " << r.value("plot_error", "") << ")";
+    md << "- " << r.op << " " << r.dtype << ": " << r.reason;
+    if (!r.plot.empty()) md << " ([plot](" << inReport(r.plot, report) << "))";
+    if (!r.plotError.empty()) md << " (no plot: " << r.plotError << ")";
     md << "\n";
   }
   if (any) md << "\n";
@@ -256,11 +247,10 @@ void timingSection(std::ostringstream& md, const json& report, const json& t) {
 std::vector<StockNote> stockDiffersFromCpu(const json& target) {
   static const std::string kClass = "the stock path differs from CPU ATen";
   std::vector<StockNote> out;
-  if (!target.contains("results")) return out;
-  for (const auto& r : target.at("results")) {
-    if (r.value("property", "") != "P5" || !r.contains("op")) continue;
-    const json o = r.value("observations", json::object());
-    StockNote n{r.value("op", ""), r.value("dtype", ""), r.value("status", ""), 0, r.value("cases_run", 0), ""};
+  for (const auto& r : resultRecords(target)) {
+    if (r.property != "P5" || !r.hasOp()) continue;
+    const json& o = r.observations.raw;
+    StockNote n{r.op, r.dtype, r.status, 0, r.casesRun, ""};
     for (const auto& d : o.value("distribution", json::array()))
       if (d.value("class", "").find(kClass) != std::string::npos) n.cases += d.value("cases", 0);
     for (const auto& note : o.value("control", json::array()))  // a failing result: its shrunk case's notes
@@ -340,21 +330,18 @@ struct Standing {
   int distinct = 0;
 };
 
-Standing standingOf(const std::vector<const json*>& rs) {
+Standing standingOf(const std::vector<const ResultRecord*>& rs) {
   bool allExcluded = true, anyFail = false, allSkip = true;
   Standing out;
-  for (const json* r : rs) {
-    const std::string st = r->value("status", ""), reason = r->value("reason", "");
-    allExcluded &= reason.rfind("excluded: ", 0) == 0 || reason.rfind("not run in ", 0) == 0;
-    allSkip &= st == "skip";
-    if (st == "fail" || st == "error" || st == "flaky") {
+  for (const ResultRecord* r : rs) {
+    allExcluded &= r->reason.rfind("excluded: ", 0) == 0 || r->reason.rfind("not run in ", 0) == 0;
+    allSkip &= r->status == "skip";
+    if (r->failed()) {
       anyFail = true;
-      out.distinct +=
-          1 +
-          static_cast<int>(r->value("observations", json::object()).value("distinct_failures", json::array()).size());
+      out.distinct += 1 + static_cast<int>(r->observations.distinctFailures.size());
     }
   }
-  const std::string reason = rs.front()->value("reason", "");
+  const std::string reason = rs.front()->reason;
   if (allExcluded) {
     out.status = "excluded";
     out.why = reason.rfind("not run in ", 0) == 0 ? "not taken in this dtype" : reason.substr(10);
@@ -377,16 +364,13 @@ Standing standingOf(const std::vector<const json*>& rs) {
 
 // The work of results `rs`: their seconds, the part spent shrinking, their
 // Triton compilations, added into `row`.
-void addWork(json& row, const std::vector<const json*>& rs) {
+void addWork(json& row, const std::vector<const ResultRecord*>& rs) {
   double seconds = 0, shrink = 0;
   long compilations = 0;
-  for (const json* r : rs) {
-    seconds += r->value("seconds", 0.0);
-    const json obs = r->value("observations", json::object());
-    compilations += obs.value("stats", json::object()).value("compilations", 0L);
-    shrink += obs.value("shrink", json::object()).value("seconds", 0.0);
-    for (const auto& d : obs.value("distinct_failures", json::array()))
-      shrink += d.value("observations", json::object()).value("shrink", json::object()).value("seconds", 0.0);
+  for (const ResultRecord* r : rs) {
+    seconds += r->seconds;
+    compilations += r->observations.compilations;
+    shrink += r->observations.shrinkSeconds();
   }
   row["seconds"] = row.value("seconds", 0.0) + seconds;
   row["shrink_seconds"] = row.value("shrink_seconds", 0.0) + shrink;
@@ -406,11 +390,10 @@ void countInto(json& row, const Standing& st) {
 }  // namespace
 
 json opCoverage(const json& target) {
-  std::map<std::string, std::vector<const json*>> byOp;
-  static const json none = json::array();
-  const json& results = target.contains("results") ? target.at("results") : none;  // pointers into it are kept
+  std::map<std::string, std::vector<const ResultRecord*>> byOp;
+  const std::vector<ResultRecord> results = resultRecords(target);  // pointers into it are kept
   for (const auto& r : results)
-    if (r.contains("op")) byOp[r.value("op", "")].push_back(&r);
+    if (r.hasOp()) byOp[r.op].push_back(&r);
   json c = {{"ops", byOp.size()},     {"judged", 0},  {"pass", 0},     {"fail", 0},
             {"distinct_failures", 0}, {"gave_up", 0}, {"excluded", 0}, {"excluded_because", json::array()}};
   std::map<std::string, int> why;
@@ -429,8 +412,8 @@ json opCoverage(const json& target) {
     all["ops"] = all.value("ops", 0) + 1;
     countInto(all, st);
     addWork(all, rs);
-    std::map<std::string, std::vector<const json*>> byDtype;
-    for (const json* r : rs) byDtype[r->value("dtype", "")].push_back(r);
+    std::map<std::string, std::vector<const ResultRecord*>> byDtype;
+    for (const ResultRecord* r : rs) byDtype[r->dtype].push_back(r);
     for (const auto& [dtype, drs] : byDtype) {
       json& row = families.try_emplace({family, dtype}, json::object()).first->second;
       row["ops"] = row.value("ops", 0) + 1;
@@ -505,12 +488,12 @@ void coverageLine(std::ostringstream& md, const json& t) {
 
 // Per op and dtype: each op property's status, cases, the fast path, the
 // compilations per 100 cases and where the time went.
-void opTable(std::ostringstream& md, const json& t) {
-  std::map<std::pair<std::string, std::string>, std::map<std::string, json>> rows;
-  for (const auto& r : t.at("results"))
-    if (r.contains("op")) rows[{r.value("op", ""), r.value("dtype", "")}][r.value("property", "")] = r;
+void opTable(std::ostringstream& md, const json& t, const std::vector<ResultRecord>& results) {
+  std::map<std::pair<std::string, std::string>, std::map<std::string, const ResultRecord*>> rows;
+  for (const auto& r : results)
+    if (r.hasOp()) rows[{r.op, r.dtype}][r.property] = &r;
   if (rows.empty()) return;
-  const auto columns = opColumns(t);
+  const auto columns = opColumns(results);
   md << "| op | dtype";
   for (const auto* c : columns) md << " | " << c->id << " " << c->title;
   md << " | cases (discarded) | fast path | compilations / 100 cases | reference / device op / harness | note "
@@ -528,15 +511,15 @@ void opTable(std::ostringstream& md, const json& t) {
         md << " | -";
         continue;
       }
-      const json& r = it->second;
-      const json o = r.value("observations", json::object());
-      cases += std::string(cases.empty() ? "" : " / ") + std::to_string(r.value("cases_run", 0));
-      if (o.value("discarded", 0) > 0) cases += " (" + std::to_string(o.value("discarded", 0)) + ")";
-      md << " | **" << r.value("status", "") << "**";
-      const size_t distinct = o.value("distinct_failures", json::array()).size();
+      const ResultRecord& r = *it->second;
+      const json& o = r.observations.raw;
+      cases += std::string(cases.empty() ? "" : " / ") + std::to_string(r.casesRun);
+      if (r.observations.discarded > 0) cases += " (" + std::to_string(r.observations.discarded) + ")";
+      md << " | **" << r.status << "**";
+      const size_t distinct = r.observations.distinctFailures.size();
       if (distinct) md << " (" << distinct + 1 << " distinct)";
       if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
-      if (note.empty() && r.value("status", "") != "pass") note = c->id + ": " + r.value("reason", "");
+      if (note.empty() && r.status != "pass") note = c->id + ": " + r.reason;
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
       const std::string f = fastPathCell(c->id, o);
       if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9"))
@@ -639,15 +622,15 @@ void header(std::ostringstream& md, const json& report) {
 }
 
 // The installer properties' table of one target.
-void installerTable(std::ostringstream& md, const json& t) {
+void installerTable(std::ostringstream& md, const json& t, const std::vector<ResultRecord>& results) {
   bool any = false;
-  for (const auto& r : t.at("results")) any |= !r.contains("op");
+  for (const auto& r : results) any |= !r.hasOp();
   if (!any) return;
   md << "| property | status | expected | cases | reason |\n|---|---|---|---|---|\n";
-  for (const auto& r : t.at("results")) {
-    if (r.contains("op")) continue;
-    md << "| " << resultLabel(r) << " | **" << r.value("status", "") << "** | " << expectedStatusOf(t, r) << " | "
-       << r.value("cases_run", 0) << " | " << cell(r.value("reason", "")) << " |\n";
+  for (const auto& r : results) {
+    if (r.hasOp()) continue;
+    md << "| " << resultLabel(r) << " | **" << r.status << "** | " << expectedStatusOf(t, r) << " | " << r.casesRun
+       << " | " << cell(r.reason) << " |\n";
   }
   md << "\n";
 }
@@ -668,10 +651,10 @@ void stockSection(std::ostringstream& md, const json& t) {
 }
 
 // One failure with its evidence and how to replay it.
-void failure(std::ostringstream& md, const json& report, const json& t, const json& r) {
+void failure(std::ostringstream& md, const json& report, const json& t, const ResultRecord& r) {
   const auto& prov = report.at("provenance");
-  md << "### " << t.value("name", "?") << " / " << resultLabel(r) << "\n\n" << r.value("reason", "") << "\n\n";
-  const auto& o = r.at("observations");
+  md << "### " << t.value("name", "?") << " / " << resultLabel(r) << "\n\n" << r.reason << "\n\n";
+  const json& o = r.observations.raw;
   if (o.contains("helper")) md << "- helper `_descriptor_cache_key`: " << o.at("helper").dump() << "\n";
   if (o.contains("claims")) md << "- components the installer has: `" << o.at("claims").dump() << "`\n";
   for (const auto& e : o.value("exceptions_caught", json::array()))
@@ -690,23 +673,24 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
   if (o.contains("kernels"))
     md << "- LibEntry runs and keys by kernel (after warm-up): `" << o.at("kernels").dump() << "`\n";
   if (o.contains("calls")) md << "- outputs (expected from ATen vs actual): `" << o.at("calls").dump() << "`\n";
-  const bool crashed = o.contains("crash");
-  md << "- " << (crashed ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
-     << r.value("counterexample", json()).dump() << "`\n";
-  if (o.contains("replays"))
-    md << "- judged again" << (o.contains("fresh") ? " (in its process, then first in a fresh one)" : " in its process")
-       << ": failed " << o.at("replays").value("failed", 0) << " of " << o.at("replays").value("of", 0) << " times\n";
-  if (o.contains("db") && o.at("db").contains("still_failing"))
-    md << "- the stored example of " << o.at("db").at("still_failing").value("stored_at", "") << " (`"
-       << o.at("db").at("still_failing").value("file", "") << "`), judged first and failing still: no search ran\n";
-  if (!r.value("reproduce", std::string()).empty())
+  const Observations& obs = r.observations;
+  md << "- " << (obs.crash ? "counterexample (unshrunk: the process died on it)" : "shrunk counterexample") << ": `"
+     << r.counterexample.dump() << "`\n";
+  if (obs.replays)
+    md << "- judged again" << (obs.fresh ? " (in its process, then first in a fresh one)" : " in its process")
+       << ": failed " << obs.replays->failed << " of " << obs.replays->of << " times\n";
+  const bool fromDb = obs.db && !obs.db->stillFailing.is_null();
+  if (fromDb)
+    md << "- the stored example of " << obs.db->stillFailing.value("stored_at", "") << " (`"
+       << obs.db->stillFailing.value("file", "") << "`), judged first and failing still: no search ran\n";
+  if (!r.reproduce.empty())
     md << "- reproduce in flagprop: `" << replayCommand(prov, t, r) << "`\n";
-  else if (o.contains("db") && o.at("db").contains("still_failing"))
+  else if (fromDb)
     md << "- replayed from the example database: rerun the same command, or run the reproducer\n";
   else
     md << "- no replay string (the process that would replay it in flagprop died on this case): run the reproducer\n";
-  if (r.contains("reproducer") && r.at("reproducer").is_string()) {
-    const std::string repro = inReport(r.at("reproducer").get<std::string>(), report);
+  if (!r.reproducer.empty()) {
+    const std::string repro = inReport(r.reproducer, report);
     md << "- standalone reproducer: [`" << repro << "`](" << repro << "), run in the report folder: `"
        << shellQuote(prov.value("python", std::string("python3"))) << " " << shellQuote(repro)
        << "` (exit 1: reproduced)\n";
@@ -719,16 +703,15 @@ void failure(std::ostringstream& md, const json& report, const json& t, const js
 namespace {
 // The stored examples a target's runs replayed that pass now (fixed) or are
 // no longer valid cases (dropped), with when and where they were stored.
-void exampleSection(std::ostringstream& md, const json& t) {
+void exampleSection(std::ostringstream& md, const std::vector<ResultRecord>& results) {
   std::ostringstream rows;
-  for (const auto& r : t.at("results")) {
-    const json obs = r.value("observations", json::object());
-    if (!obs.is_object() || !obs.contains("db")) continue;
-    for (const char* k : {"fixed", "dropped"})
-      for (const auto& ex : obs.at("db").value(k, json::array()))
-        rows << "| " << resultLabel(r) << " | " << k << " | " << ex.value("stored_at", "") << " | `"
-             << ex.value("stored_in", "") << "` | "
-             << cell(ex.value(std::string(k) == "fixed" ? "reason" : "why", ""), 160) << " |\n";
+  for (const auto& r : results) {
+    if (!r.observations.db) continue;
+    for (const bool fixed : {true, false})
+      for (const auto& ex : fixed ? r.observations.db->fixed : r.observations.db->dropped)
+        rows << "| " << resultLabel(r) << " | " << (fixed ? "fixed" : "dropped") << " | " << ex.value("stored_at", "")
+             << " | `" << ex.value("stored_in", "") << "` | " << cell(ex.value(fixed ? "reason" : "why", ""), 160)
+             << " |\n";
   }
   if (rows.str().empty()) return;
   md << "### Stored examples that no longer fail\n\n| run | now | stored at | stored in | "
@@ -782,14 +765,15 @@ std::string renderMarkdown(const json& report) {
            << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << "`;";
       md << "\n\n";
     }
-    installerTable(md, t);
+    const std::vector<ResultRecord> results = resultRecords(t);
+    installerTable(md, t, results);
     coverageLine(md, t);
-    opTable(md, t);
+    opTable(md, t, results);
     stockSection(md, t);
-    timingSection(md, report, t);
-    for (const auto& r : t.at("results"))
-      if (r.value("status", "") == "fail" || r.value("status", "") == "flaky") failure(md, report, t, r);
-    exampleSection(md, t);
+    timingSection(md, report, results);
+    for (const auto& r : results)
+      if (r.status == "fail" || r.status == "flaky") failure(md, report, t, r);
+    exampleSection(md, results);
   }
   return md.str();
 }
@@ -800,9 +784,9 @@ MatrixCell matrixCellOf(const json& t, const std::string& p) {
   const PropertyDef* def = findProperty(p);
   MatrixCell c;
   c.perOp = def && def->scope == PropertyDef::Scope::Op;
-  for (const auto& r : t.value("results", json::array())) {
-    if (r.value("property", "") != p) continue;
-    const std::string rs = r.value("status", "?");
+  for (const auto& r : resultRecords(t)) {
+    if (r.property != p) continue;
+    const std::string rs = r.status.empty() ? "?" : r.status;
     ++c.of;
     if (c.status == "-" || rank(rs) > rank(c.status)) {
       c.status = rs;
@@ -837,8 +821,12 @@ std::string replayCommand(const json& prov, const json& t, const std::string& ke
          shellQuote(reproduce) + " --report-dir flagprop-replay";
 }
 
+std::string replayCommand(const json& prov, const json& t, const ResultRecord& r) {
+  return replayCommand(prov, t, r.replayId(), r.reproduce);
+}
+
 std::string replayCommand(const json& prov, const json& t, const json& r) {
-  return replayCommand(prov, t, replayId(r), r.value("reproduce", ""));
+  return replayCommand(prov, t, resultRecord(r));
 }
 
 namespace {
@@ -851,7 +839,7 @@ std::string consolePath(const std::string& p, bool program = false) {
 }
 
 // The console's replay command: replayCommand with paths as consolePath gives them.
-std::string shownReplay(const json& prov, const json& t, const json& r) {
+std::string shownReplay(const json& prov, const json& t, const ResultRecord& r) {
   json p = prov, target = t;
   p["flagprop"] = consolePath(prov.value("flagprop", std::string("flagprop")), true);
   target["manifest"] = consolePath(t.value("manifest", std::string()));
@@ -888,9 +876,9 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     os << "  left running by the code under test: " << l.value("kind", "") << " "
        << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << "\n";
   size_t shown = 0, oneLiners = 0, more = 0;
-  for (const auto& r : t.value("results", json::array())) {
-    const std::string st = r.value("status", "");
-    if (st != "fail" && st != "error" && st != "flaky") continue;
+  for (const auto& r : resultRecords(t)) {
+    const std::string& st = r.status;
+    if (!r.failed()) continue;
     const bool expected = resultExpected(t, r);
     if (expected && !expectedToo) continue;  // its matrix cell above says it; report.md has the rest
     const std::string head = (st == "fail"    ? "FAIL "
@@ -899,18 +887,17 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
                              resultLabel(r) + (expected ? " (expected by the manifest)" : " (unexpected)");
     if (shown < blocks) {
       ++shown;
-      os << "  " << head << "\n    why: " << cell(r.value("reason", ""), 300) << "\n";
-      const bool crashed = r.value("observations", json::object()).contains("crash");
-      if (r.contains("counterexample") && !r.at("counterexample").is_null())
-        os << "    counterexample (" << (crashed ? "unshrunk: the process died on it" : "shrunk")
-           << "): " << cell(r.at("counterexample").dump(), 300) << "\n";
-      if (r.contains("reproducer") && r.at("reproducer").is_string())
+      os << "  " << head << "\n    why: " << cell(r.reason, 300) << "\n";
+      if (!r.counterexample.is_null())
+        os << "    counterexample (" << (r.observations.crash ? "unshrunk: the process died on it" : "shrunk")
+           << "): " << cell(r.counterexample.dump(), 300) << "\n";
+      if (!r.reproducer.empty())
         os << "    reproducer: " << shellQuote(prov.value("python", std::string("python3"))) << " "
-           << shellQuote(consolePath(r.at("reproducer").get<std::string>())) << "\n";
-      if (!r.value("reproduce", std::string()).empty()) os << "    replay: " << shownReplay(prov, t, r) << "\n";
+           << shellQuote(consolePath(r.reproducer)) << "\n";
+      if (!r.reproduce.empty()) os << "    replay: " << shownReplay(prov, t, r) << "\n";
     } else if (oneLiners < 6) {
       ++oneLiners;
-      os << "  " << head << ": " << cell(r.value("reason", ""), 140) << "\n";
+      os << "  " << head << ": " << cell(r.reason, 140) << "\n";
     } else {
       ++more;
     }
@@ -952,25 +939,23 @@ std::string junitXml(const json& t, const json& prov) {
           << xmlEscape(why) << "\">" << xmlEscape(why) << "</error>\n  </testcase>\n";
   };
   if (t.value("status", "") != "ok") targetError(t.value("error", std::string("target error")));
-  for (const auto& r : t.value("results", json::array())) {
-    if (r.value("key", "") == "process") {
-      targetError(r.value("reason", ""));
+  for (const auto& r : resultRecords(t)) {
+    if (r.key == "process") {
+      targetError(r.reason);
       continue;
     }
     ++tests;
-    const double s = r.value("seconds", 0.0);
+    const double s = r.seconds;
     total += s;
-    const std::string st = r.value("status", ""), reason = r.value("reason", "");
-    cases << "  <testcase name=\"" << xmlEscape(replayId(r) + " " + r.value("title", "")) << "\" classname=\"" << name
+    const std::string &st = r.status, &reason = r.reason;
+    cases << "  <testcase name=\"" << xmlEscape(r.replayId() + " " + r.title) << "\" classname=\"" << name
           << "\" file=\"" << file << "\" time=\"" << fixed(s, 3) << "\">\n";
     cases << "    <properties><property name=\"status\" value=\"" << xmlEscape(st)
           << "\"/><property name=\"expected\" value=\"" << xmlEscape(expectedStatusOf(t, r)) << "\"/></properties>\n";
     std::string detail = reason;
-    if (r.contains("counterexample") && !r.at("counterexample").is_null())
-      detail += "\ncounterexample (shrunk): " + r.at("counterexample").dump();
-    if (!r.value("reproduce", std::string()).empty()) detail += "\nreplay: " + replayCommand(prov, t, r);
-    if (r.contains("reproducer") && r.at("reproducer").is_string())
-      detail += "\nreproducer: " + r.at("reproducer").get<std::string>();
+    if (!r.counterexample.is_null()) detail += "\ncounterexample (shrunk): " + r.counterexample.dump();
+    if (!r.reproduce.empty()) detail += "\nreplay: " + replayCommand(prov, t, r);
+    if (!r.reproducer.empty()) detail += "\nreproducer: " + r.reproducer;
     if (st == "skip") {
       ++skipped;
       cases << "    <skipped message=\"" << xmlEscape(reason) << "\"/>\n";
@@ -1049,10 +1034,10 @@ void printSummary(const json& report, std::ostream& os) {
     }
     for (size_t i = 0; i < properties().size(); ++i)
       os << " " << std::setw(static_cast<int>(width[i])) << matrixCell(t, properties()[i].id);
-    for (const auto& r : t.at("results"))
+    for (const auto& r : resultRecords(t))
       if (!resultExpected(t, r))
-        failing.push_back(name + ": " + resultLabel(r) + ": " + r.value("status", "") + " (expected " +
-                          expectedStatusOf(t, r) + ")");
+        failing.push_back(name + ": " + resultLabel(r) + ": " + r.status + " (expected " + expectedStatusOf(t, r) +
+                          ")");
     if (t.contains("crash")) os << " error! (" << t.value("crash", std::string()) << ")";
     if (t.contains("crashes")) os << " (" << t.at("crashes").size() << " process restart(s))";
     if (t.contains("stopped"))

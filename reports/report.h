@@ -1,6 +1,8 @@
 // The run report: report.json (flagprop.report/1), report.md, console table.
 #pragma once
 
+#include "core/records.h"
+
 #include <nlohmann/json.hpp>
 
 #include <ostream>
@@ -14,6 +16,8 @@ using json = nlohmann::json;
 /// Whether a target result is what its manifest expects (the target
 /// document's `expect`, by statusExpected).
 bool resultExpected(const json& target, const json& result);
+/// The same for a result read as a record.
+bool resultExpected(const json& target, const ResultRecord& result);
 
 /// Builds the merged report from per-target JSON documents (each as written by
 /// `flagprop run-target`: name, manifest, status ok|error, error, provenance,
@@ -103,6 +107,8 @@ std::string matrixCell(const json& target, const std::string& property);
 /// (run --manifest ... --property KEY --reproduce STR), with the flagprop
 /// path from `provenance` (report.json's).
 std::string replayCommand(const json& provenance, const json& target, const json& r);
+/// The same for a result read as a record.
+std::string replayCommand(const json& provenance, const json& target, const ResultRecord& r);
 /// The same for run key `key` and reproduce string `reproduce` (a distinct
 /// failure's). Every argument is quoted for a POSIX shell as Python's
 /// shlex.quote does. mergeReport writes it into report.json (results[].replay,

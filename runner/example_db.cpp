@@ -1,6 +1,7 @@
 #include "runner/example_db.h"
 
 #include "core/files.h"
+#include "core/records.h"
 
 #include <algorithm>
 #include <cctype>
@@ -147,25 +148,23 @@ int storeExamples(const std::string& db, const json& doc, const std::string& sto
                                            doc.value("target", json::object()).value("device", std::string("cpu")));
   int stored = 0;
   for (const auto& r : doc.value("results", json::array())) {
-    const std::string st = r.value("status", std::string());
-    const json obs = r.value("observations", json::object());
-    if ((st != "fail" && st != "error" && st != "flaky") || !r.contains("counterexample") ||
-        !r.at("counterexample").is_object())
-      continue;
-    if (obs.contains("db") && obs.at("db").contains("still_failing")) continue;
-    if (r.value("key", std::string()) == "process") continue;
+    if (!r.is_object()) continue;
+    const ResultRecord rec = resultRecord(r);
+    const Observations& obs = rec.observations;
+    if (!rec.failed() || !rec.counterexample.is_object()) continue;
+    if (obs.db && !obs.db->stillFailing.is_null()) continue;
+    if (rec.key == "process") continue;
     std::error_code ec;
     fs::create_directories(folder, ec);
     if (ec) throw FileError("cannot create the example database folder " + folder + " (" + ec.message() + ")");
-    stored += storeOne(folder, doc, r, r.at("counterexample"), obs, r.value("reason", std::string()), storedIn, 0);
+    stored += storeOne(folder, doc, r, rec.counterexample, obs.raw, rec.reason, storedIn, 0);
     int rank = 0;
-    for (const auto& d : obs.value("distinct_failures", json::array()))
-      if (d.contains("counterexample") && !d.at("counterexample").is_null()) {
-        json dobs = d.value("observations", json::object());
-        dobs["kinds"] = d.value("kinds", json::array());
-        if (obs.contains("sampler")) dobs["sampler"] = obs.at("sampler");
-        stored +=
-            storeOne(folder, doc, r, d.at("counterexample"), dobs, d.value("reason", std::string()), storedIn, ++rank);
+    for (const auto& d : obs.distinctFailures)
+      if (!d.counterexample.is_null()) {
+        json dobs = d.observations;
+        dobs["kinds"] = d.kinds;
+        if (!obs.sampler.empty()) dobs["sampler"] = obs.sampler;
+        stored += storeOne(folder, doc, r, d.counterexample, dobs, d.reason, storedIn, ++rank);
       }
   }
   return stored;

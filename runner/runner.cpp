@@ -173,33 +173,32 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
   std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
   for (const auto& r : before.value("results", json::array())) {
-    if (r.value("key", std::string()) == "process") continue;
-    const json obs = r.value("observations", json::object());
-    if (obs.value("crash_in", std::string()) == "reference" && !obs.contains("sampler") &&
-        !obs.contains("retried_after")) {
+    const ResultRecord rec = resultRecord(r);
+    const Observations& obs = rec.observations;
+    if (rec.key == "process") continue;
+    if (obs.crashIn == "reference" && obs.sampler.empty() && !obs.retried) {
       // CPU ATen died on a schema sample: the op's runs go again from the
       // fallback's valid samples (a second crash there is kept).
-      retry[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = obs.value("crash", std::string());
+      retry[rec.op + "/" + rec.dtype] = obs.crash.value_or("");
       continue;
     }
-    const bool died = obs.contains("crash");
-    if (died) crashed[r.value("op", std::string()) + "/" + r.value("dtype", std::string())] = r;
+    const bool died = obs.crash.has_value();
+    if (died) crashed[rec.op + "/" + rec.dtype] = r;
     // A death (not a hang: judging it again costs its time limit again) or a
     // lost device context not yet judged again: once more in this process,
     // which is a fresh one.
-    const bool lost = r.value("reason", std::string()).rfind(kDeviceLostReason, 0) == 0;
-    if ((died || lost) && !obs.contains("recurred") && !obs.contains("as") &&
-        obs.value("crash", std::string()).find("timed out") == std::string::npos && r.contains("counterexample") &&
-        !r.at("counterexample").is_null()) {
-      confirm[r.value("key", std::string())] = r;
+    const bool lost = rec.reason.rfind(kDeviceLostReason, 0) == 0;
+    if ((died || lost) && !obs.recurred && !obs.as && obs.crash.value_or("").find("timed out") == std::string::npos &&
+        !rec.counterexample.is_null()) {
+      confirm[rec.key] = r;
       continue;
     }
-    if (wantsFreshJudging(r)) {
-      flaky[r.value("key", std::string())] = r;
+    if (wantsFreshJudging(rec)) {
+      flaky[rec.key] = r;
       continue;
     }
     doc["results"].push_back(r);
-    done.insert(r.value("key", std::string()));
+    done.insert(rec.key);
   }
   std::vector<PropertyRun> left;
   for (auto& run : runs) {

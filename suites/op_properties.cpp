@@ -315,7 +315,7 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   run.distinct = 3;  // up to three distinct failures per op and dtype
   // A derived entry samples ranks 0..4 for ops that may take only one (pdist:
   // 2-D, pixel_shuffle: 3-D and up): a 1-in-5 acceptance needs more tries.
-  if (entry.judging.contains("schema")) run.maxDiscardRatio = 10;
+  if (entry.judging.derived()) run.maxDiscardRatio = 10;
   run.precondition = [sp, run, state]() -> std::optional<PropertyOutcome> {
     if (sp->deviceLost.empty() || state->lost) return std::nullopt;
     return outcomeFor(run, "error", "not run: " + sp->deviceLost + "; rerun it alone with --op " + run.op);
@@ -362,7 +362,7 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
     bool anyWanted = t.dtypes.empty();
     for (const auto& dtype : entry.dtypes)
       anyWanted |= std::find(t.dtypes.begin(), t.dtypes.end(), dtype) != t.dtypes.end();
-    const bool ownDtypes = !anyWanted && entry.judging.value("integer_only", false);
+    const bool ownDtypes = !anyWanted && entry.judging.integerOnly;
     const bool fallback = t.ops.kind == "aten";  // ATen's own kernels take what its schema does
     for (const auto& dtype : t.dtypes.empty() || ownDtypes ? defaults : t.dtypes) {
       // Every dtype the target asks for ends as a result: run by the entry

@@ -99,14 +99,13 @@ json PropertyOutcome::toJson() const {
   return j;
 }
 
-bool wantsFreshJudging(const json& result) {
-  if (result.value("status", std::string()) != "flaky" || !result.contains("counterexample") ||
-      result.at("counterexample").is_null())
-    return false;
-  const json obs = result.value("observations", json::object());
-  return obs.contains("replays") && !obs.contains("crash") && !obs.contains("recurred") && !obs.contains("fresh") &&
-         result.value("reason", std::string()).rfind(kDeviceLostReason, 0) != 0;
+bool wantsFreshJudging(const ResultRecord& result) {
+  if (result.status != "flaky" || result.counterexample.is_null()) return false;
+  const Observations& obs = result.observations;
+  return obs.replays && !obs.crash && !obs.recurred && !obs.fresh && result.reason.rfind(kDeviceLostReason, 0) != 0;
 }
+
+bool wantsFreshJudging(const json& result) { return wantsFreshJudging(resultRecord(result)); }
 
 json verdictOf(const json& result, const std::string& id) {
   if (result.contains("verdicts")) return result.at("verdicts").at(id);

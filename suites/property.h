@@ -2,6 +2,7 @@
 // judged by flagprop.checks, shrinking a failure; the outcome record.
 #pragma once
 
+#include "core/records.h"
 #include "harness/session.h"
 
 #include <rapidcheck.h>
@@ -155,6 +156,8 @@ struct PropertyRun {
 /// the process that found it only, and so is to be judged once in a fresh
 /// process (PropertyRun::confirmFlaky): status flaky, observations.replays,
 /// a counterexample, and neither observations.crash nor observations.fresh.
+bool wantsFreshJudging(const ResultRecord& result);
+/// The same for a result as JSON.
 bool wantsFreshJudging(const json& result);
 
 /// How a case that lost the device context begins its reason (op runs):

@@ -6,6 +6,7 @@
 #include "core/files.h"
 #include "core/tensor_bridge.h"
 #include "reports/plots.h"
+#include "reports/renderers.h"
 #include "reports/report.h"
 #include "reports/reproducer.h"
 #include "runner/example_db.h"
@@ -168,12 +169,6 @@ struct Cli {
   bool progress = false;                    // run-target: a progress line on consoleFd
   std::string db = defaultExampleDb();      // --db / --no-db (""): the example database
 };
-
-std::string ident(std::string s) {
-  for (auto& c : s)
-    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
-  return s;
-}
 
 // A decimal number that fits in 64 bits (no sign, no overflow).
 bool number(const std::string& s, unsigned long long& out) {
@@ -609,54 +604,6 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
   return info;
 }
 
-// Runs flagprop.htmlreport's and / or flagprop.drafts' write() on the report
-// in `dir` (`what`: "html", "drafts") in a plain child Python: they need
-// neither torch nor flagprop's interpreter, which this process then never
-// starts. Returns "" with what they wrote, one path a line, in `written`, or
-// what failed (one line).
-std::string writeReportFiles(const std::string& dir, const std::vector<std::string>& what, std::string* written) {
-  static const char* kCode =
-      "import sys\n"
-      "sys.path[:0] = sys.argv[2].split('\\n')\n"
-      "for what in sys.argv[3:]:\n"
-      "    if what == 'html':\n"
-      "        import flagprop.htmlreport as m\n"
-      "        print(m.write(sys.argv[1]))\n"
-      "    else:\n"
-      "        import flagprop.drafts as m\n"
-      "        print('\\n'.join(str(p) for p in m.write(sys.argv[1])))\n";
-  std::string folders;
-  for (const auto& f : pythonFolders()) folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
-  std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", "-c", kCode, fs::absolute(dir).string(), folders};
-  argv.insert(argv.end(), what.begin(), what.end());
-  const std::string log =
-      (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
-  std::error_code ec;
-  fs::remove(log, ec);
-  ChildSpec writer{argv, log};
-  writer.finishOnStop = true;  // an interrupted run's report is written too
-  const ChildResult r = runChildren({writer}, 600).at(0);
-  std::string text;
-  try {
-    text = readFile(log);
-  } catch (const std::exception&) {
-  }
-  fs::remove(log, ec);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  if (r.exitCode == 0) {
-    if (written) *written = text;
-    return "";
-  }
-  const std::string last = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-  return last.empty() ? "the report writer exited with " + std::to_string(r.exitCode) : last;
-}
-
-// Writes report.html and the bug-report drafts for the report in `dir`;
-// returns "" or what failed.
-std::string writeHtmlAndDrafts(const std::string& dir, bool drafts) {
-  return drafts ? writeReportFiles(dir, {"html", "drafts"}, nullptr) : writeReportFiles(dir, {"html"}, nullptr);
-}
-
 // `flagprop run`: every target in a child process, one merged report.
 // Why nothing is selected (usage error, exit 2): --op names no target has
 // among them. `planned`: every target of the run.
@@ -743,38 +690,20 @@ json runChosen(const Cli& cli, const SupervisorOptions& supervise, const Planned
   return doc;
 }
 
-// Writes `path` (its folder made again where the code under test removed
-// it); a failure is added to `notWritten`, never thrown.
-void saveReportFile(const std::string& path, const std::string& text, std::vector<std::string>& notWritten) {
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  try {
-    writeText(path, text);
-  } catch (const std::exception& e) {
-    notWritten.push_back(e.what());
-  }
-}
-
-// report.json, report.md, report.html and the drafts of the target
-// documents `docs` into `dir`, the summary on the console; returns the
-// merged report. What could not be written is added to `notWritten`.
+// report.json, report.md, report.html, the drafts and the JUnit files of
+// the target documents `docs` into `dir` (every format of
+// reports/renderers.h), the summary on the console; returns the merged
+// report. What could not be written is added to `notWritten`.
 json writeReport(const Cli& cli, const json& docs, const json& info, const std::string& dir,
                  std::vector<std::string>& notWritten) {
   for (const auto& t : docs)  // a reproducer or plot the target process could not write is a report file missing
-    for (const auto& r : t.value("results", json::array()))
-      for (const char* k : {"reproducer_error", "plot_error"})
-        if (r.is_object() && r.contains(k) && r.at(k).is_string())
-          notWritten.push_back(t.value("name", std::string("?")) + " " + r.value("key", std::string()) + ": " +
-                               r.at(k).get<std::string>());
+    for (const auto& r : resultRecords(t))
+      for (const std::string* e : {&r.reproducerError, &r.plotError})
+        if (!e->empty()) notWritten.push_back(t.value("name", std::string("?")) + " " + r.key + ": " + *e);
   const json report = mergeReport(docs, info);
-  const size_t failedBefore = notWritten.size();
-  saveReportFile(dir + "/report.json", jsonText(report), notWritten);
-  const bool jsonWritten = notWritten.size() == failedBefore;
-  saveReportFile(dir + "/report.md", renderMarkdown(report), notWritten);
-  const std::string htmlWhy = jsonWritten ? writeHtmlAndDrafts(dir, cli.target.run.reproduce.empty())
-                                          : "report.json, which they are made from, was not written";
-  if (!htmlWhy.empty()) notWritten.push_back("report.html / drafts: " + htmlWhy);
-  printSummary(report, std::cout);
+  RenderOptions options;
+  options.drafts = cli.target.run.reproduce.empty();
+  for (auto& line : renderReport(report, dir, options, std::cout)) notWritten.push_back(std::move(line));
   return report;
 }
 
@@ -806,15 +735,15 @@ int runExitStatus(const json& report, const json& docs) {
 }
 
 // The targets of a run, one after another, into report folder `dir`:
-// each one's document stored (example database), its JUnit file written
-// and its console lines printed as it ends. `errors`: the manifests that
-// could not be read, reported first. Returns the documents in run order.
+// each one's document stored (example database) and its console lines
+// printed as it ends. `errors`: the manifests that could not be read,
+// reported first. Returns the documents in run order.
 json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& chosen, const json& errors,
-                const json& info, const std::string& dir, std::vector<std::string>& notWritten) {
+                const json& info, const std::string& dir) {
   const SupervisorOptions supervise = supervisorOptions(cli, self);
   const size_t total = chosen.size() + errors.size();
   json docs = json::array();
-  const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
+  const auto finish = [&](json doc, double seconds) {  // one target's console lines
     if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
       try {  // its failures are judged first the next time it runs
         doc["db"] = {{"dir", cli.db}, {"stored", storeExamples(cli.db, doc, dir)}};
@@ -822,10 +751,6 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
         doc["db"] = {{"dir", cli.db}, {"stored", 0}, {"error", e.what()}};
       }
     }
-    char num[16];
-    std::snprintf(num, sizeof num, "%03zu", docs.size() + 1);  // file names sort in run order
-    const std::string stem = std::string(num) + "_" + bounded(ident(doc.value("name", std::string("target"))));
-    saveReportFile(dir + "/junit/" + stem + ".xml", junitXml(doc, info), notWritten);
     printTargetResult(doc, info, docs.size() + 1, total, seconds, std::cout, 3, cli.verbose);
     docs.push_back(std::move(doc));
   };
@@ -881,7 +806,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
                                                  : std::string("replaying a reproduce string"))
             << ", report in " << shownPath(dir) << std::endl;
   std::vector<std::string> notWritten;  // report files that could not be written, and why
-  const json docs = runTargets(cli, self, chosen, errors, info, dir, notWritten);
+  const json docs = runTargets(cli, self, chosen, errors, info, dir);
   const json report = writeReport(cli, docs, info, dir, notWritten);
   if (!notWritten.empty()) {  // the summary above is all there is of the rest
     std::cout << "flagprop: report incomplete: " << notWritten.size() << " report file(s) not written:" << std::endl;
@@ -1008,7 +933,7 @@ int reportCommand(const std::string& what, const std::vector<std::string>& args)
     return 2;
   }
   std::string written;
-  const std::string why = writeReportFiles(args[0], {what}, &written);
+  const std::string why = renderWithPython(args[0], {what}, &written);
   if (!why.empty()) {
     std::cerr << "flagprop: " << what << ": " << why << "\n";
     return kReportIncomplete;

@@ -1,0 +1,139 @@
+#include "reports/renderers.h"
+
+#include "core/files.h"
+#include "core/python.h"
+#include "reports/report.h"
+#include "runner/runner.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+namespace flagprop {
+
+namespace fs = std::filesystem;
+
+namespace {
+// Writes `path` (its folder made again where the code under test removed
+// it); returns what failed, or nothing.
+std::vector<std::string> save(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  try {
+    writeText(path, text);
+  } catch (const std::exception& e) {
+    return {e.what()};
+  }
+  return {};
+}
+
+std::vector<std::string> writeJson(const json& report, const std::string& dir, std::ostream&) {
+  return save(dir + "/report.json", jsonText(report));
+}
+
+std::vector<std::string> writeMarkdown(const json& report, const std::string& dir, std::ostream&) {
+  return save(dir + "/report.md", renderMarkdown(report));
+}
+
+std::vector<std::string> writeJunit(const json& report, const std::string& dir, std::ostream&) {
+  std::vector<std::string> failed;
+  const json& targets = report.at("targets");
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (auto& f : save(dir + "/junit/" + junitFileName(i, targets[i].value("name", std::string("target"))),
+                        junitXml(targets[i], report.at("provenance"))))
+      failed.push_back(std::move(f));
+  return failed;
+}
+
+std::vector<std::string> writeConsole(const json& report, const std::string&, std::ostream& console) {
+  printSummary(report, console);
+  return {};
+}
+}  // namespace
+
+const std::vector<ReportFormat>& reportFormats() {
+  static const std::vector<ReportFormat> formats = {
+      {"json", "report.json", writeJson},
+      {"markdown", "report.md", writeMarkdown},
+      {"junit", "junit/*.xml", writeJunit},
+      {"html", "report.html", {}, true},
+      {"drafts", "drafts/*.md", {}, true},
+      {"console", "", writeConsole},
+  };
+  return formats;
+}
+
+std::string junitFileName(size_t index, const std::string& targetName) {
+  std::string name = targetName.substr(0, 80);  // a file name is at most 255 bytes
+  for (auto& c : name)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+  char num[16];
+  std::snprintf(num, sizeof num, "%03zu", index + 1);
+  return std::string(num) + "_" + name + ".xml";
+}
+
+std::vector<std::string> renderReport(const json& report, const std::string& dir, const RenderOptions& options,
+                                      std::ostream& console) {
+  std::vector<std::string> failed, python;
+  bool jsonWritten = false;
+  for (const auto& f : reportFormats()) {
+    if ((f.name == "drafts" && !options.drafts) || (f.name == "console" && !options.console)) continue;
+    if (f.python) {
+      python.push_back(f.name);
+      continue;
+    }
+    if (f.name == "console" && !python.empty()) {  // the Python formats before the summary, as files are
+      const std::string why = jsonWritten ? renderWithPython(dir, python)
+                                          : "report.json, which they are made from, was not written";
+      if (!why.empty()) failed.push_back("report.html / drafts: " + why);
+      python.clear();
+    }
+    std::vector<std::string> lines = f.write(report, dir, console);
+    if (f.name == "json") jsonWritten = lines.empty();
+    failed.insert(failed.end(), lines.begin(), lines.end());
+  }
+  if (!python.empty()) {
+    const std::string why =
+        jsonWritten ? renderWithPython(dir, python) : "report.json, which they are made from, was not written";
+    if (!why.empty()) failed.push_back("report.html / drafts: " + why);
+  }
+  return failed;
+}
+
+std::string renderWithPython(const std::string& dir, const std::vector<std::string>& names, std::string* written) {
+  std::string folders, script;
+  for (const auto& f : pythonFolders()) {
+    folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
+    if (script.empty() && fs::is_regular_file(fs::path(f) / "flagprop" / "render.py"))
+      script = fs::absolute(fs::path(f) / "flagprop" / "render.py").string();
+  }
+  if (script.empty()) return "flagprop/render.py is in none of flagprop's Python folders (" + folders + ")";
+  // -I: the user's environment and site packages play no part; flagprop.render
+  // puts `folders` (one a line) on its path itself.
+  std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", script, fs::absolute(dir).string(), folders};
+  argv.insert(argv.end(), names.begin(), names.end());
+  const std::string log =
+      (fs::temp_directory_path() / ("flagprop-report-" + std::to_string(getpid()) + ".log")).string();
+  std::error_code ec;
+  fs::remove(log, ec);
+  ChildSpec writer{argv, log};
+  writer.finishOnStop = true;  // an interrupted run's report is written too
+  const ChildResult r = runChildren({writer}, 600).at(0);
+  std::string text;
+  try {
+    text = readFile(log);
+  } catch (const std::exception&) {
+  }
+  fs::remove(log, ec);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (r.exitCode == 0) {
+    if (written) *written = text;
+    return "";
+  }
+  const std::string last = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  return last.empty() ? "the report writer exited with " + std::to_string(r.exitCode) : last;
+}
+
+}  // namespace flagprop

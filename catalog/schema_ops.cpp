@@ -118,12 +118,18 @@ json addTensor(Ctx& c, TensorLayout t) {
   return placeholder(static_cast<int>(c.call.tensors.size()) - 1);
 }
 
-json plainTensor(Ctx& c, bool first) {
+// A tensor argument of the first tensor's shape (or one that broadcasts to
+// it). One the op writes (an in-place op's self) is never expanded: ATen
+// leaves writes to a tensor whose elements overlap unsupported
+// (at::assert_no_internal_overlap), so such a case says nothing of the op.
+json plainTensor(Ctx& c, bool first, bool written) {
   std::vector<int64_t> shape = c.shape;
   // Backward ops do not check that a gradient has its input's shape.
   const bool sameShapes = contains(c.s.name, "backward");
   if (!first && !sameShapes && *gen::weighted<bool>({{3, false}, {1, true}})) shape = *gen::broadcastableTo(c.shape);
-  return addTensor(c, *gen::layout(shape, c.sc.dtype, c.sc.lim));
+  ValueSpec v;
+  v.expand = !written;
+  return addTensor(c, *gen::layout(shape, c.sc.dtype, c.sc.lim, v));
 }
 
 int64_t sizeAlong(const Ctx& c, int64_t d) {
@@ -155,7 +161,7 @@ json tensorArg(Ctx& c, const SchemaArg& a) {
   if (!first && (a.name == "index" || a.name == "indices")) return indexTensor(c);
   if (!first && contains(a.name, "mask"))
     return addTensor(c, *gen::layout(*gen::broadcastableTo(c.shape), "bool", c.sc.lim));
-  return plainTensor(c, first);
+  return plainTensor(c, first, a.written);
 }
 
 json smallInt() { return *gen::weighted<int64_t>({{4, 1}, {2, 2}, {1, 0}, {1, 3}, {1, -1}}); }

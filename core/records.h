@@ -40,9 +40,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReplayTally, failed, of)
 struct DistinctFailure {
   std::string reason, reproduce, replay, reproducer;
   json counterexample;
-  json kinds = json::array();           ///< the verdict's failure kinds
+  json kinds = json::array();          ///< the verdict's failure kinds
   json observations = json::object();  ///< its own evidence, as written
-  ShrinkTally shrink;                   ///< its observations.shrink
+  ShrinkTally shrink;                  ///< its observations.shrink
 };
 
 /// What the example database said of a run (observations.db): how many

@@ -55,12 +55,9 @@ std::vector<std::string> writeConsole(const json& report, const std::string&, st
 
 const std::vector<ReportFormat>& reportFormats() {
   static const std::vector<ReportFormat> formats = {
-      {"json", "report.json", writeJson},
-      {"markdown", "report.md", writeMarkdown},
-      {"junit", "junit/*.xml", writeJunit},
-      {"html", "report.html", {}, true},
-      {"drafts", "drafts/*.md", {}, true},
-      {"console", "", writeConsole},
+      {"json", "report.json", writeJson},   {"markdown", "report.md", writeMarkdown},
+      {"junit", "junit/*.xml", writeJunit}, {"html", "report.html", {}, true},
+      {"drafts", "drafts/*.md", {}, true},  {"console", "", writeConsole},
   };
   return formats;
 }
@@ -85,8 +82,8 @@ std::vector<std::string> renderReport(const json& report, const std::string& dir
       continue;
     }
     if (f.name == "console" && !python.empty()) {  // the Python formats before the summary, as files are
-      const std::string why = jsonWritten ? renderWithPython(dir, python)
-                                          : "report.json, which they are made from, was not written";
+      const std::string why =
+          jsonWritten ? renderWithPython(dir, python) : "report.json, which they are made from, was not written";
       if (!why.empty()) failed.push_back("report.html / drafts: " + why);
       python.clear();
     }

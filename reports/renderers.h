@@ -35,8 +35,8 @@ const std::vector<ReportFormat>& reportFormats();
 
 /// Which formats renderReport writes.
 struct RenderOptions {
-  bool drafts = true;    ///< the bug-report drafts (not for a replay)
-  bool console = true;   ///< the console summary
+  bool drafts = true;   ///< the bug-report drafts (not for a replay)
+  bool console = true;  ///< the console summary
 };
 
 /// Writes every format of `report` into `dir` (made where missing; the

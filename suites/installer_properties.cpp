@@ -1,5 +1,7 @@
 // P1-P4: the installer properties. Each is a generator of cases over the
 // mock spec schema and a flagprop.checks kind that observes and judges one.
+#include "suites/installer_properties.h"
+
 #include "generators/installer_cases.h"
 #include "suites/registry.h"
 
@@ -22,15 +24,15 @@ json probeCase(const std::string& kind) {
   return {{"mock", mock}, {"spec_args", json::array()}, {"dns_args", json::array()}, {"const_args", json::array()}};
 }
 
-rc::Gen<Case> generatorFor(const PropertyDef& def, const Target& t) {
-  const json& schema = gen::mockSchema();
-  const json& pinned = t.flagGems.mock;
-  if (def.checkKind == "launch") return asCases(gen::launchCases(schema, pinned));
-  if (def.checkKind == "key") return asCases(gen::keyCases(schema, pinned));
-  return asCases(gen::installCases(schema, t.gates, pinned));
+}  // namespace
+
+rc::Gen<Case> installCases(const Target& t) {
+  return asCases(gen::installCases(gen::mockSchema(), t.gates, t.flagGems.mock));
 }
 
-}  // namespace
+rc::Gen<Case> launchCases(const Target& t) { return asCases(gen::launchCases(gen::mockSchema(), t.flagGems.mock)); }
+
+rc::Gen<Case> keyCases(const Target& t) { return asCases(gen::keyCases(gen::mockSchema(), t.flagGems.mock)); }
 
 PropertyRun installerRun(TargetSession& session, const PropertyDef& def) {
   PropertyRun run;
@@ -38,11 +40,11 @@ PropertyRun installerRun(TargetSession& session, const PropertyDef& def) {
   run.title = def.title;
   run.checkKind = def.checkKind;
   run.cases = session.target().cases;
-  run.generator = generatorFor(def, session.target());
+  run.generator = def.installerCases(session.target());
   const std::string kind = def.checkKind;
   TargetSession* s = &session;
   run.judge = [s, kind](const Case& c) { return s->check(kind, c.value); };
-  if (kind == "launch" || kind == "key") {
+  if (def.probesFastPath) {
     run.precondition = [s, kind, run]() -> std::optional<PropertyOutcome> {
       const json probe = s->check(kind, probeCase(kind));
       if (!probe.contains("inactive")) return std::nullopt;

@@ -2,6 +2,8 @@
 // numerics and P6 aliasing / metadata of the same op and dtype draw the same
 // cases from the same seed, so P6 judges the observations P5 made; P8
 // fast-path hits counts the op's LibEntry launches on the same cases.
+#include "suites/op_properties.h"
+
 #include "catalog/catalog.h"
 #include "catalog/opinfo_sampler.h"
 #include "suites/registry.h"
@@ -14,6 +16,18 @@
 #include <unordered_map>
 
 namespace flagprop {
+
+// What the runs of one op and dtype share: the observations by case, and
+// whether a case lost the device.
+struct OpRunState {
+  std::unordered_map<std::string, json> memo;
+  bool lost = false;
+  bool stockLost = false;  // the stock path (the control), not the op, lost it: later cases are discards
+  // OpInfo's samples, once a run of these cases fell back to them: the
+  // entry (its sampler over the samples) and its cases; later runs start there.
+  std::shared_ptr<OpEntry> opinfoEntry;
+  std::optional<rc::Gen<Case>> opinfoCases;
+};
 
 namespace {
 
@@ -69,18 +83,6 @@ struct OpStats {
             // reused the last snapshot, and why the others walked sys.modules.
             {"sandbox", {{"reused", sandboxReused}, {"walked", walkedBecause}}}};
   }
-};
-
-// What the runs of one op and dtype share: the observations by case, and
-// whether a case lost the device.
-struct OpRunState {
-  std::unordered_map<std::string, json> memo;
-  bool lost = false;
-  bool stockLost = false;  // the stock path (the control), not the op, lost it: later cases are discards
-  // OpInfo's samples, once a run of these cases fell back to them: the
-  // entry (its sampler over the samples) and its cases; later runs start there.
-  std::shared_ptr<OpEntry> opinfoEntry;
-  std::optional<rc::Gen<Case>> opinfoCases;
 };
 
 // The fallback of an op run to OpInfo's valid samples of the overload
@@ -301,7 +303,7 @@ PropertyRun hitsRun(TargetSession& s, const PropertyDef& def, const OpEntry& ent
 }
 
 PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
-                  const rc::Gen<Case>& cases, std::shared_ptr<OpRunState> state) {
+                  const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& state) {
   PropertyRun run = baseRun(s, def, entry, dtype, cases);
   run.fallback = opinfoFallback(s, entry, dtype, limitsOf(s.target()), state);
   auto stats = std::make_shared<OpStats>();
@@ -343,6 +345,26 @@ PropertyRun excludedRun(const PropertyDef& def, const std::string& op, const std
 
 }  // namespace
 
+PropertyRun judgedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                        const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared) {
+  return opRun(s, def, entry, dtype, cases, shared);
+}
+
+PropertyRun checkedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                         const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>&) {
+  return checkedRun(s, def, entry, dtype, cases);
+}
+
+PropertyRun hitsOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                      const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>&) {
+  return hitsRun(s, def, entry, dtype, cases);
+}
+
+PropertyRun timingOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                        const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>&) {
+  return timingRun(s, def, entry, dtype, cases);
+}
+
 std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,
                                      const Selection& sel) {
   std::vector<PlannedOpRun> out;
@@ -351,7 +373,7 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
     if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
       const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];
       for (const auto* d : defs)
-        if (d->checkKind == "op" && sel.takes(d->id, name, dtype))
+        if (d->reportsExcluded && sel.takes(d->id, name, dtype))
           out.push_back({d, nullptr, name, dtype, "excluded: " + whyExcluded(name)});
       continue;
     }
@@ -398,10 +420,7 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
     auto state = std::make_shared<OpRunState>();
     for (; i < plan.size() && plan[i].entry == &entry && plan[i].dtype == dtype; ++i) {
       const PropertyDef* d = plan[i].def;
-      runs.push_back(d->checkKind == "op"       ? opRun(session, *d, entry, dtype, cases, state)
-                     : d->checkKind == "hits"   ? hitsRun(session, *d, entry, dtype, cases)
-                     : d->checkKind == "timing" ? timingRun(session, *d, entry, dtype, cases)
-                                                : checkedRun(session, *d, entry, dtype, cases));
+      runs.push_back(d->opRun(session, *d, entry, dtype, cases, state));
     }
     if (std::find(names.begin(), names.end(), entry.name) == names.end()) names.push_back(entry.name);
   }

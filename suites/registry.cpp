@@ -1,34 +1,61 @@
 #include "suites/registry.h"
 
 #include "catalog/catalog.h"
+#include "suites/installer_properties.h"
+#include "suites/op_properties.h"
 
 #include <algorithm>
 
 namespace flagprop {
 
+namespace {
+// An installer property: run once per target on its installer.
+PropertyDef installer(std::string id, std::string title, std::string kind, std::string holds, InstallerCases cases,
+                      bool probesFastPath = false) {
+  PropertyDef d{std::move(id), std::move(title), std::move(kind), PropertyDef::Scope::Installer, std::move(holds)};
+  d.installerCases = cases;
+  d.probesFastPath = probesFastPath;
+  return d;
+}
+
+// An op property: run once per catalog op and dtype. `byDefault`: run when
+// a manifest lists no properties; `cases`: per run when --cases does not
+// say (0: the target's op_cases).
+PropertyDef op(std::string id, std::string title, std::string kind, std::string holds, OpRunBuilder build,
+               bool byDefault = true, int cases = 0) {
+  PropertyDef d{std::move(id), std::move(title), std::move(kind), PropertyDef::Scope::Op, std::move(holds), byDefault,
+                cases};
+  d.opRun = build;
+  d.reportsExcluded = build == &judgedOpRun;
+  return d;
+}
+}  // namespace
+
 const std::vector<PropertyDef>& properties() {
-  using S = PropertyDef::Scope;
   static const std::vector<PropertyDef> defs = {
-      {"P1", "install status", "install", S::Installer,
-       "after the installer returns, every component it has is active or reported skipped"},
-      {"P2", "idempotence", "install2", S::Installer,
-       "a second install changes nothing, wraps nothing twice and reports a skip again"},
-      {"P3", "stock fallback", "launch", S::Installer,
-       "launches the fast path cannot express reach the stock run and give its result"},
-      {"P4", "key equivalence", "key", S::Installer,
-       "the fast key, descriptor helper and memos answer as the stock ones do"},
-      {"P5", "numerics", "op", S::Op,
-       "the device result matches the reference within tolerance (the same call with FlagGems off where the target has "
-       "a control, else CPU ATen); patched equals unpatched bitwise"},
-      {"P6", "aliasing and metadata", "op", S::Op,
-       "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged"},
-      {"P7", "stream semantics", "streams", S::Op,
-       "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
-       false, 5},
-      {"P8", "fast-path hits", "hits", S::Op,
-       "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", false},
-      {"P9", "A/B timing", "timing", S::Op,
-       "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", false, 1},
+      installer("P1", "install status", "install",
+                "after the installer returns, every component it has is active or reported skipped", installCases),
+      installer("P2", "idempotence", "install2",
+                "a second install changes nothing, wraps nothing twice and reports a skip again", installCases),
+      installer("P3", "stock fallback", "launch",
+                "launches the fast path cannot express reach the stock run and give its result", launchCases, true),
+      installer("P4", "key equivalence", "key", "the fast key, descriptor helper and memos answer as the stock ones do",
+                keyCases, true),
+      op("P5", "numerics", "op",
+         "the device result matches the reference within tolerance (the same call with FlagGems off where the target "
+         "has a control, else CPU ATen); patched equals unpatched bitwise",
+         judgedOpRun),
+      op("P6", "aliasing and metadata", "op",
+         "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged", judgedOpRun),
+      op("P7", "stream semantics", "streams",
+         "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
+         checkedOpRun, false, 5),
+      op("P8", "fast-path hits", "hits",
+         "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", hitsOpRun,
+         false),
+      op("P9", "A/B timing", "timing",
+         "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", timingOpRun,
+         false, 1),
   };
   return defs;
 }

@@ -1,23 +1,41 @@
 // The property registry: every property flagprop checks, written once (id,
-// title, which targets it applies to, its generator, and the flagprop.checks
-// kind that pairs its observer with its verdict), and the planner that
-// turns a target into property runs.
+// title, statement, which targets it applies to, how its runs are built,
+// and the flagprop.checks kind that pairs its observer with its verdict),
+// and the planner that turns a target into property runs. Every consumer
+// reads it: the planner, the CLI (`flagprop properties`), the console,
+// report.md, and through report.json's `properties` report.html and the
+// drafts.
 #pragma once
 
 #include "suites/property.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace flagprop {
 
 struct OpEntry;
+struct OpRunState;
+struct PropertyDef;
+
+/// Builds the run of an op property on one op and dtype: `cases` are the
+/// cases every run of that op and dtype draws (the same seed gives the
+/// same cases), `shared` what those runs share (P5 and P6 judge one
+/// observation of each case). The builders are in suites/op_properties.h.
+using OpRunBuilder = PropertyRun (*)(TargetSession& session, const PropertyDef& def, const OpEntry& entry,
+                                     const std::string& dtype, const rc::Gen<Case>& cases,
+                                     const std::shared_ptr<OpRunState>& shared);
+
+/// The generator of an installer property's cases for target `t` (over the
+/// mock spec schema; suites/installer_properties.h).
+using InstallerCases = rc::Gen<Case> (*)(const Target& t);
 
 /// One property.
 struct PropertyDef {
   std::string id;         ///< "P1"
   std::string title;      ///< "install status"
-  std::string checkKind;  ///< flagprop.checks kind: install | install2 | launch | key | op
+  std::string checkKind;  ///< flagprop.checks kind: install | install2 | launch | key | op | streams | hits | timing
   /// Installer properties run once per target and need an installer; op
   /// properties run once per catalog op and dtype.
   enum class Scope { Installer, Op } scope;
@@ -27,6 +45,14 @@ struct PropertyDef {
   /// `op_cases`; a costly property runs fewer (P7's device witnesses wait on
   /// long kernels, P9 measures one case).
   int cases = 0;
+  OpRunBuilder opRun = nullptr;             ///< Scope::Op: builds its run on one op and dtype
+  InstallerCases installerCases = nullptr;  ///< Scope::Installer: its cases
+  /// Scope::Installer: a probe case first shows whether there is a fast
+  /// path to compare (P3, P4); without one the run is a skip.
+  bool probesFastPath = false;
+  /// Scope::Op: an op flagprop excludes gets a skip result with the reason
+  /// for this property (P5, P6), so that the coverage counts every op.
+  bool reportsExcluded = false;
 };
 
 /// Every property, in order.
@@ -74,7 +100,8 @@ struct Selection {
 /// under test when op runs are planned. Throws ManifestError when that fails.
 std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel);
 
-/// The runs of one installer property (P1-P4) on `session`.
+/// The run of one installer property (P1-P4) on `session`: its
+/// installerCases, judged by its checkKind.
 PropertyRun installerRun(TargetSession& session, const PropertyDef& def);
 
 /// One op property run as planned (before any code under test loads):

@@ -278,6 +278,53 @@ TEST(Schema, SamplesFollowTheArgumentTypes) {
   }
 }
 
+// An in-place op's self is never expanded (stride 0): ATen leaves a write
+// to a tensor whose elements overlap unsupported, so such a case says
+// nothing of the op. Its other tensors still may be.
+TEST(Schema, AnInPlaceOpsSelfIsNeverExpanded) {
+  const OpEntry* triu = findOp("triu_");
+  ASSERT_NE(triu, nullptr);
+  ASSERT_EQ(triu->judging.mode, "inplace");
+  const auto g = triu->sample({"float32", {}});
+  int expandedElsewhere = 0;
+  for (int i = 0; i < 400; ++i) {
+    const OpCall c = g(rc::Random(i), 100).value();
+    ASSERT_FALSE(c.tensors.empty());
+    const auto& self = c.tensors[0];
+    for (size_t d = 0; d < self.shape.size(); ++d)
+      EXPECT_FALSE(self.strides[d] == 0 && self.shape[d] > 1) << "case " << i << ": " << self.how;
+  }
+  const OpEntry* add = findOp("add.Tensor");  // a functional op's first tensor is expanded in some cases
+  const auto h = add->sample({"float32", {}});
+  for (int i = 0; i < 400; ++i)
+    expandedElsewhere += h(rc::Random(i), 100).value().tensors[0].how.find("expanded") != std::string::npos;
+  EXPECT_GT(expandedElsewhere, 0);
+}
+
+// ATen's own refusal to write a tensor whose elements overlap is within its
+// contract (the stock kernel may write anyway): a note, never a finding;
+// the same error on a tensor that does not overlap, or on one the op only
+// reads, is still judged.
+TEST(Verdicts, ATenRefusalToWriteAnOverlappingTensorIsNoFinding) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+from flagprop import verdicts
+err = "RuntimeError: unsupported operation: " + verdicts.OVERLAP_REFUSAL + ". Please clone() the tensor."
+expanded = {"shape": [1, 2, 1], "strides": [1, 0, 1]}
+dense = {"shape": [1, 2, 1], "strides": [2, 1, 1]}
+res = [
+    verdicts._refused_overlapping_write({"error": err, "inputs": [expanded]}, {0}),
+    verdicts._refused_overlapping_write({"error": err, "inputs": [dense, expanded]}, {0}),
+    verdicts._refused_overlapping_write({"error": err, "inputs": [expanded]}, set()),
+    verdicts._refused_overlapping_write({"error": "RuntimeError: boom", "inputs": [expanded]}, {0}),
+    verdicts._refused_overlapping_write({"error": err, "inputs": [dense, expanded]}, {0, 1}),
+]
+)",
+           scope);
+  EXPECT_EQ(toJson(scope["res"]), json({0, nullptr, nullptr, nullptr, 1}));
+}
+
 // The judging of in-place and view ops has teeth: an in-place op that
 // returns a copy of self and a view op that returns a copy are caught, the
 // correct ones pass.

@@ -4,6 +4,7 @@
 #include "core/records.h"
 #include "reports/report.h"
 #include "suites/property.h"
+#include "suites/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,8 @@ flagprop::PropertyOutcome failingOutcome() {
   o.counterexample = {{"op", "tanh"}, {"calls", json::array()}};
   o.reproduce = "abc";
   o.observations = {
-      {"shrink", {{"tried", 9}, {"accepted", 3}, {"discarded", 2}, {"seconds", 1.25}, {"stopped", true}, {"budget_s", 1}}},
+      {"shrink",
+       {{"tried", 9}, {"accepted", 3}, {"discarded", 2}, {"seconds", 1.25}, {"stopped", true}, {"budget_s", 1}}},
       {"replays", {{"failed", 2}, {"of", 4}}},
       {"stats", {{"compilations", 7}}},
       {"discarded", 5},
@@ -90,8 +92,8 @@ TEST(Records, AResultReadsBackAsPropertyOutcomeWroteIt) {
 }
 
 TEST(Records, AbsentAndNullKeysKeepTheirDefaultsAndAWrongTypeThrows) {
-  const flagprop::ResultRecord r = flagprop::resultRecord(
-      {{"property", "P1"}, {"status", "pass"}, {"reason", nullptr}, {"observations", nullptr}});
+  const flagprop::ResultRecord r =
+      flagprop::resultRecord({{"property", "P1"}, {"status", "pass"}, {"reason", nullptr}, {"observations", nullptr}});
   EXPECT_EQ(r.property, "P1");
   EXPECT_EQ(r.reason, "");
   EXPECT_EQ(r.replayId(), "P1");  // no key: the property
@@ -108,7 +110,10 @@ TEST(Records, AbsentAndNullKeysKeepTheirDefaultsAndAWrongTypeThrows) {
 TEST(Records, AMergedReportsResultCarriesWhatItsManifestExpects) {
   auto o = failingOutcome();
   o.status = "fail";
-  json target = {{"name", "t"}, {"manifest", "/m.json"}, {"status", "ok"}, {"expect", {{"P5/tanh/float16", "fail"}}},
+  json target = {{"name", "t"},
+                 {"manifest", "/m.json"},
+                 {"status", "ok"},
+                 {"expect", {{"P5/tanh/float16", "fail"}}},
                  {"results", {o.toJson()}}};
   const json report = flagprop::mergeReport(json::array({target}), {{"flagprop", "flagprop"}});
   const auto records = flagprop::resultRecords(report.at("targets").at(0));
@@ -117,6 +122,27 @@ TEST(Records, AMergedReportsResultCarriesWhatItsManifestExpects) {
   EXPECT_EQ(records[0].asExpected.value_or(false), true);
   EXPECT_NE(records[0].replay.find("--reproduce abc"), std::string::npos) << records[0].replay;
   EXPECT_NE(records[0].observations.distinctFailures.at(0).replay.find("--reproduce def"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Every registry entry names what builds its runs, for its scope: the
+// planner calls it without asking which property it is.
+TEST(Registry, EveryPropertyNamesWhatBuildsItsRuns) {
+  for (const auto& d : flagprop::properties()) {
+    const bool op = d.scope == flagprop::PropertyDef::Scope::Op;
+    EXPECT_EQ(d.opRun != nullptr, op) << d.id;
+    EXPECT_EQ(d.installerCases != nullptr, !op) << d.id;
+    EXPECT_FALSE(d.title.empty() || d.holds.empty() || d.checkKind.empty()) << d.id;
+    EXPECT_TRUE(!d.probesFastPath || !op) << d.id;
+  }
+  // P5 and P6 report the ops flagprop excludes (the coverage counts them); the others do not.
+  std::vector<std::string> reporting;
+  for (const auto& d : flagprop::properties())
+    if (d.reportsExcluded) reporting.push_back(d.id);
+  EXPECT_EQ(reporting, (std::vector<std::string>{"P5", "P6"}));
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+// The run builders of the op properties, which the registry's entries name
+// (suites/registry.cpp; OpRunBuilder): each builds one property's run on
+// one op and dtype from the cases that op's runs share.
+#pragma once
+
+#include "suites/registry.h"
+
+namespace flagprop {
+
+/// P5 / P6: cases judged against the reference by flagprop.checks' "op"
+/// kind, each case observed once for both properties (`shared` remembers
+/// it), up to three distinct failures, OpInfo's samples where the schema's
+/// are rejected.
+PropertyRun judgedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                        const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
+
+/// P7: each case judged by the property's own check kind; a lost device
+/// stops it as it stops P5 / P6.
+PropertyRun checkedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                         const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
+
+/// P8: the op's LibEntry launches counted per kernel over its cases
+/// (observations.hits).
+PropertyRun hitsOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                      const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
+
+/// P9: one measured case, its samples and summary kept (observations.timing);
+/// a refusal is a skip.
+PropertyRun timingOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                        const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
+
+}  // namespace flagprop

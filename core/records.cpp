@@ -3,17 +3,29 @@
 namespace flagprop {
 
 namespace {
-// `out` = j[key] when j has it and it is not null.
+// `out` = j[key] when j is an object that has the key, not null and of a
+// type that converts to T (nested records convert field by field); else
+// `out` is left as it is.
 template <class T>
 void field(const json& j, const char* key, T& out) {
+  if (!j.is_object()) return;
   const auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->template get<T>();
+  if (it == j.end() || it->is_null()) return;
+  try {
+    out = it->template get<T>();
+  } catch (const json::type_error&) {  // another type: the default stands
+  }
 }
 
 template <class T>
 void field(const json& j, const char* key, std::optional<T>& out) {
+  if (!j.is_object()) return;
   const auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->template get<T>();
+  if (it == j.end() || it->is_null()) return;
+  try {
+    out = it->template get<T>();
+  } catch (const json::type_error&) {
+  }
 }
 
 const json& objectAt(const json& j, const char* key) {
@@ -22,6 +34,20 @@ const json& objectAt(const json& j, const char* key) {
   return it != j.end() && it->is_object() ? *it : empty;
 }
 }  // namespace
+
+void from_json(const json& j, ShrinkTally& s) {
+  field(j, "tried", s.tried);
+  field(j, "accepted", s.accepted);
+  field(j, "discarded", s.discarded);
+  field(j, "seconds", s.seconds);
+  field(j, "stopped", s.stopped);
+  field(j, "budget_s", s.budget_s);
+}
+
+void from_json(const json& j, ReplayTally& r) {
+  field(j, "failed", r.failed);
+  field(j, "of", r.of);
+}
 
 double Observations::shrinkSeconds() const {
   double s = shrink ? shrink->seconds : 0.0;

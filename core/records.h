@@ -27,14 +27,12 @@ struct ShrinkTally {
   bool stopped = false;
   double budget_s = -1.0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShrinkTally, tried, accepted, discarded, seconds, stopped, budget_s)
 
 /// A failing case judged again (observations.replays): failed `failed` of
 /// `of` judgings.
 struct ReplayTally {
   int failed = 0, of = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReplayTally, failed, of)
 
 /// One distinct failure after a result's first (observations.distinct_failures[]).
 struct DistinctFailure {
@@ -97,10 +95,12 @@ struct ResultRecord {
   std::string replayId() const { return key.empty() ? property : key; }
 };
 
-/// Reads `j` (a JSON object; ShrinkTally and ReplayTally by nlohmann's
-/// macro above); a key that is absent or null keeps its
-/// default, a key of the wrong type throws nlohmann::json::type_error, as
-/// json::value does.
+/// nlohmann's from_json for each record, written by hand for leniency:
+/// `j` is read field by field, and a key that is absent, null or of a type
+/// that does not convert to the field's keeps the field's default, so that
+/// one odd value in a result never costs a run its report.
+void from_json(const json& j, ShrinkTally& s);
+void from_json(const json& j, ReplayTally& r);
 void from_json(const json& j, DistinctFailure& d);
 void from_json(const json& j, DbNote& d);
 void from_json(const json& j, Observations& o);

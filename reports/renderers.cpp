@@ -41,9 +41,7 @@ std::vector<std::string> writeJunit(const json& report, const std::string& dir, 
   std::vector<std::string> failed;
   const json& targets = report.at("targets");
   for (size_t i = 0; i < targets.size(); ++i)
-    for (auto& f : save(dir + "/junit/" + junitFileName(i, targets[i].value("name", std::string("target"))),
-                        junitXml(targets[i], report.at("provenance"))))
-      failed.push_back(std::move(f));
+    for (auto& f : writeTargetJunit(dir, i, targets[i], report.at("provenance"))) failed.push_back(std::move(f));
   return failed;
 }
 
@@ -71,6 +69,16 @@ std::string junitFileName(size_t index, const std::string& targetName) {
   return std::string(num) + "_" + name + ".xml";
 }
 
+std::vector<std::string> writeTargetJunit(const std::string& dir, size_t index, const json& target,
+                                          const json& provenance) {
+  try {
+    return save(dir + "/junit/" + junitFileName(index, target.value("name", std::string("target"))),
+                junitXml(target, provenance));
+  } catch (const std::exception& e) {
+    return {"junit: " + std::string(e.what())};
+  }
+}
+
 std::vector<std::string> renderReport(const json& report, const std::string& dir, const RenderOptions& options,
                                       std::ostream& console) {
   std::vector<std::string> failed, python;
@@ -87,7 +95,12 @@ std::vector<std::string> renderReport(const json& report, const std::string& dir
       if (!why.empty()) failed.push_back("report.html / drafts: " + why);
       python.clear();
     }
-    std::vector<std::string> lines = f.write(report, dir, console);
+    std::vector<std::string> lines;
+    try {
+      lines = f.write(report, dir, console);
+    } catch (const std::exception& e) {  // one format's failure costs the report that format only
+      lines = {f.files.empty() ? f.name + ": " + e.what() : f.files + ": " + e.what()};
+    }
     if (f.name == "json") jsonWritten = lines.empty();
     failed.insert(failed.end(), lines.begin(), lines.end());
   }

@@ -21,7 +21,8 @@ struct ReportFormat {
   std::string files;  ///< what it writes, relative to the report folder ("report.md", "junit/*.xml"; "" stdout)
   /// Writes the format of `report` (the merged report) into folder `dir`,
   /// the console's to `console`; returns what could not be written, one
-  /// line each ("" in none). Throws nothing: a renderer's failure is a line.
+  /// line each (none: all written). renderReport turns an exception it
+  /// throws into such a line.
   std::function<std::vector<std::string>(const json& report, const std::string& dir, std::ostream& console)> write;
   /// Written by flagprop.render (python/flagprop/render.py) from the
   /// report.json the "json" format wrote, in one child Python for all such
@@ -57,5 +58,13 @@ std::string renderWithPython(const std::string& dir, const std::vector<std::stri
 /// The JUnit file name of the target at `index` (0-based) of a run:
 /// "NNN_NAME.xml", numbered so that file names sort in run order.
 std::string junitFileName(size_t index, const std::string& targetName);
+
+/// Writes the JUnit file of target document `target` (the `index`-th of the
+/// run, 0-based) into `dir`/junit as soon as it ends, so that a run killed
+/// before its report keeps the files of the targets it finished; the
+/// "junit" format writes them all again from the merged report. Returns
+/// what could not be written (none: written).
+std::vector<std::string> writeTargetJunit(const std::string& dir, size_t index, const json& target,
+                                          const json& provenance);
 
 }  // namespace flagprop

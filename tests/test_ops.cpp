@@ -302,27 +302,40 @@ TEST(Schema, AnInPlaceOpsSelfIsNeverExpanded) {
 }
 
 // ATen's own refusal to write a tensor whose elements overlap is within its
-// contract (the stock kernel may write anyway): a note, never a finding;
-// the same error on a tensor that does not overlap, or on one the op only
-// reads, is still judged.
+// contract (the stock kernel may write anyway): P5 / P6 find nothing, and
+// the refusal is kept as a note, with a control and without one; the same
+// error on a tensor that does not overlap, or on one the op only reads, is
+// still a finding.
 TEST(Verdicts, ATenRefusalToWriteAnOverlappingTensorIsNoFinding) {
   py::gil_scoped_acquire gil;
   py::dict scope;
   py::exec(R"(
+import torch
 from flagprop import verdicts
+
+def snap(t):
+    return {"tensor": t, "shape": list(t.shape), "strides": list(t.stride()), "offset": t.storage_offset(),
+            "version": t._version, "storage": verdicts.storage_of(t).clone()}
+
+def findings(error, t, control, writes=(0,)):
+    rec = {"error": error, "inputs": [snap(t)], "outputs": []}
+    obs = {"passes": [{"name": "unpatched", "calls": [rec]}], "fast_path": "none", "relaid": None,
+           "writes": [list(writes)], "expected": [[{"dtype": "float32", "shape": list(t.shape), "source": "meta"}]],
+           "control": {"calls": [{"error": None, "outputs": [t.clone()], "inputs": []}]} if control else None}
+    case = {"op": "triu_", "dtype": "float32", "calls": [{"args": [{"tensor": 0}, 1], "kwargs": {}, "tensors": []}]}
+    f = verdicts.op_findings(obs, case, {"mode": "functional"})
+    return [len(f["numerics"]), len(f["aliasing"]), len(f.get("overlap_refusals", []))]
+
 err = "RuntimeError: unsupported operation: " + verdicts.OVERLAP_REFUSAL + ". Please clone() the tensor."
-expanded = {"shape": [1, 2, 1], "strides": [1, 0, 1]}
-dense = {"shape": [1, 2, 1], "strides": [2, 1, 1]}
-res = [
-    verdicts._refused_overlapping_write({"error": err, "inputs": [expanded]}, {0}),
-    verdicts._refused_overlapping_write({"error": err, "inputs": [dense, expanded]}, {0}),
-    verdicts._refused_overlapping_write({"error": err, "inputs": [expanded]}, set()),
-    verdicts._refused_overlapping_write({"error": "RuntimeError: boom", "inputs": [expanded]}, {0}),
-    verdicts._refused_overlapping_write({"error": err, "inputs": [dense, expanded]}, {0, 1}),
-]
+expanded = torch.randn(1, 1, 1).expand(1, 2, 1)
+dense = torch.randn(1, 2, 1)
+res = [findings(err, expanded, c) for c in (False, True)]
+res += [findings(err, dense, c) for c in (False, True)]
+res += [findings(err, expanded, True, writes=()), findings("RuntimeError: boom", expanded, True)]
 )",
            scope);
-  EXPECT_EQ(toJson(scope["res"]), json({0, nullptr, nullptr, nullptr, 1}));
+  // [numerics findings, aliasing findings, refusal notes] per case.
+  EXPECT_EQ(toJson(scope["res"]), json({{0, 0, 1}, {0, 0, 1}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}}));
 }
 
 // The judging of in-place and view ops has teeth: an in-place op that

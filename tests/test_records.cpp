@@ -91,7 +91,7 @@ TEST(Records, AResultReadsBackAsPropertyOutcomeWroteIt) {
   EXPECT_DOUBLE_EQ(obs.shrinkSeconds(), 1.75);  // its own and its distinct failure's
 }
 
-TEST(Records, AbsentAndNullKeysKeepTheirDefaultsAndAWrongTypeThrows) {
+TEST(Records, AbsentNullAndOddlyTypedKeysKeepTheirDefaults) {
   const flagprop::ResultRecord r =
       flagprop::resultRecord({{"property", "P1"}, {"status", "pass"}, {"reason", nullptr}, {"observations", nullptr}});
   EXPECT_EQ(r.property, "P1");
@@ -103,8 +103,20 @@ TEST(Records, AbsentAndNullKeysKeepTheirDefaultsAndAWrongTypeThrows) {
   EXPECT_FALSE(r.observations.shrink.has_value());
   EXPECT_FALSE(r.observations.crash.has_value());
   EXPECT_TRUE(r.observations.distinctFailures.empty());
-  EXPECT_THROW(flagprop::resultRecord({{"status", 3}}), json::type_error);
-  EXPECT_THROW(flagprop::resultRecord({{"observations", {{"shrink", {{"tried", "many"}}}}}}), json::type_error);
+  // Another type than the field's: its default stands, the rest is read.
+  const flagprop::ResultRecord odd = flagprop::resultRecord(
+      {{"status", 3},
+       {"reason", "why"},
+       {"reproducer", json::array()},
+       {"observations", {{"shrink", {{"tried", "many"}, {"accepted", 2}}}, {"crash", 11}, {"stats", "none"}}}});
+  EXPECT_EQ(odd.status, "");
+  EXPECT_EQ(odd.reason, "why");
+  EXPECT_EQ(odd.reproducer, "");
+  ASSERT_TRUE(odd.observations.shrink.has_value());
+  EXPECT_EQ(odd.observations.shrink->tried, 0);
+  EXPECT_EQ(odd.observations.shrink->accepted, 2);
+  EXPECT_FALSE(odd.observations.crash.has_value());
+  EXPECT_EQ(odd.observations.compilations, 0);
 }
 
 TEST(Records, AMergedReportsResultCarriesWhatItsManifestExpects) {

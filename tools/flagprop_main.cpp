@@ -735,15 +735,15 @@ int runExitStatus(const json& report, const json& docs) {
 }
 
 // The targets of a run, one after another, into report folder `dir`:
-// each one's document stored (example database) and its console lines
-// printed as it ends. `errors`: the manifests that could not be read,
+// each one's document stored (example database), its JUnit file written
+// and its console lines printed as it ends. `errors`: the manifests that could not be read,
 // reported first. Returns the documents in run order.
 json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& chosen, const json& errors,
                 const json& info, const std::string& dir) {
   const SupervisorOptions supervise = supervisorOptions(cli, self);
   const size_t total = chosen.size() + errors.size();
   json docs = json::array();
-  const auto finish = [&](json doc, double seconds) {  // one target's console lines
+  const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
     if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
       try {  // its failures are judged first the next time it runs
         doc["db"] = {{"dir", cli.db}, {"stored", storeExamples(cli.db, doc, dir)}};
@@ -751,6 +751,7 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
         doc["db"] = {{"dir", cli.db}, {"stored", 0}, {"error", e.what()}};
       }
     }
+    writeTargetJunit(dir, docs.size(), doc, info);  // again with the rest at the end; a failure is reported there
     printTargetResult(doc, info, docs.size() + 1, total, seconds, std::cout, 3, cli.verbose);
     docs.push_back(std::move(doc));
   };

@@ -17,6 +17,13 @@ dir=${1:-/tmp/flagprop-build-asan}
 # how its target process ended), not become ASan's exit status 1.
 export ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_abort=0:halt_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# A build folder configured from another checkout cannot be rebuilt from
+# this one (CMake refuses a second source folder): start it again.
+if [ -f "$dir/CMakeCache.txt" ] &&
+  ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(pwd -P)" "$dir/CMakeCache.txt"; then
+  echo "sanitize: $dir was configured from another checkout; configuring it again"
+  rm -rf "$dir"
+fi
 if [ ! -f "$dir/build.ninja" ]; then
   # -O1 -g1: line tables for the reports, a third of RelWithDebInfo's compile time.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None \

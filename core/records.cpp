@@ -3,29 +3,31 @@
 namespace flagprop {
 
 namespace {
-// `out` = j[key] when j is an object that has the key, not null and of a
-// type that converts to T (nested records convert field by field); else
-// `out` is left as it is.
+// Reads j[key] into `out` when j is an object that has the key, not null
+// and of a type that converts to T (nested records convert field by
+// field); returns whether it did (else `out` is left as it is).
 template <class T>
-void field(const json& j, const char* key, T& out) {
-  if (!j.is_object()) return;
+bool readField(const json& j, const char* key, T& out) {
+  if (!j.is_object()) return false;
   const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
+  if (it == j.end() || it->is_null()) return false;
   try {
     out = it->template get<T>();
+    return true;
   } catch (const json::type_error&) {  // another type: the default stands
+    return false;
   }
 }
 
 template <class T>
+void field(const json& j, const char* key, T& out) {
+  readField(j, key, out);
+}
+
+template <class T>
 void field(const json& j, const char* key, std::optional<T>& out) {
-  if (!j.is_object()) return;
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  try {
-    out = it->template get<T>();
-  } catch (const json::type_error&) {
-  }
+  T value{};
+  if (readField(j, key, value)) out = std::move(value);
 }
 
 const json& objectAt(const json& j, const char* key) {

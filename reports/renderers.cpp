@@ -82,33 +82,31 @@ std::vector<std::string> writeTargetJunit(const std::string& dir, size_t index, 
 std::vector<std::string> renderReport(const json& report, const std::string& dir, const RenderOptions& options,
                                       std::ostream& console) {
   std::vector<std::string> failed, python;
-  bool jsonWritten = false;
-  for (const auto& f : reportFormats()) {
-    if ((f.name == "drafts" && !options.drafts) || (f.name == "console" && !options.console)) continue;
-    if (f.python) {
-      python.push_back(f.name);
-      continue;
-    }
-    if (f.name == "console" && !python.empty()) {  // the Python formats before the summary, as files are
-      const std::string why =
-          jsonWritten ? renderWithPython(dir, python) : "report.json, which they are made from, was not written";
-      if (!why.empty()) failed.push_back("report.html / drafts: " + why);
-      python.clear();
-    }
+  const auto write = [&](const ReportFormat& f) {
     std::vector<std::string> lines;
     try {
       lines = f.write(report, dir, console);
     } catch (const std::exception& e) {  // one format's failure costs the report that format only
-      lines = {f.files.empty() ? f.name + ": " + e.what() : f.files + ": " + e.what()};
+      lines = {(f.files.empty() ? f.name : f.files) + ": " + e.what()};
     }
-    if (f.name == "json") jsonWritten = lines.empty();
     failed.insert(failed.end(), lines.begin(), lines.end());
-  }
+    return lines.empty();
+  };
+  // The C++ files first (report.json among them: the Python formats read
+  // it), then the Python formats in one child, the console summary last.
+  bool jsonWritten = false;
+  for (const auto& f : reportFormats())
+    if (f.python && (f.name != "drafts" || options.drafts))
+      python.push_back(f.name);
+    else if (!f.python && f.name != "console" && write(f) && f.name == "json")
+      jsonWritten = true;
   if (!python.empty()) {
     const std::string why =
         jsonWritten ? renderWithPython(dir, python) : "report.json, which they are made from, was not written";
     if (!why.empty()) failed.push_back("report.html / drafts: " + why);
   }
+  for (const auto& f : reportFormats())
+    if (f.name == "console" && options.console) write(f);
   return failed;
 }
 

@@ -22,7 +22,8 @@
 //                     otherwise small positive ints, as many as the list's
 //                     fixed size (or S's rank)
 //   Scalar            a value of the run's dtype: float runs 0.5, 2.0, -1.5,
-//                     1, 0, 3; integer runs 1, 2, -3, 0 (an int stays an int)
+//                     1, 0, 3; integer runs 1, 2, -3, 0 (an int stays an int);
+//                     bool runs true, false
 //   float             named eps: 1e-5; dropout_p: 0; otherwise 0.5, 2.0,
 //                     1e-3, 1.0
 //   bool              false or true (sorted: true, since an unsorted order is
@@ -31,6 +32,7 @@
 //                     interpolation: one of ATen's choices; otherwise the
 //                     schema's default, None where optional (else excluded)
 //   ScalarType        the run's dtype
+//   Device            the call's device (_resize_output)
 //   Device?           the call's device where the op has no tensor argument
 //                     (a factory); else the default
 //   T? and defaults   None / the default in a third of the calls
@@ -181,6 +183,9 @@ json intList(Ctx& c, const SchemaArg& a) {
 }
 
 json scalar(const Ctx& c) {
+  // A bool tensor takes a bool scalar: an in-place op (bitwise_or_.Scalar)
+  // cannot write an int result into it.
+  if (c.sc.dtype == "bool") return *gen::element<json>(true, false);
   if (c.integral()) return *gen::element<json>(1, 2, -3, 0);
   return *gen::element<json>(0.5, 2.0, -1.5, 1, 0, 3);
 }
@@ -254,7 +259,7 @@ json argValue(Ctx& c, const SchemaArg& a) {
     return out;
   }
   if (t == "ScalarType") return {{"$dtype", c.sc.dtype}};
-  if (t == "Device" && !c.anyTensor) return {{"$device", true}};
+  if (t == "Device" && (!c.anyTensor || !optional)) return {{"$device", true}};
   return a.defaultKnown ? a.defaultValue : json(nullptr);  // str, Generator?, Layout?, MemoryFormat?, Device?
 }
 

@@ -732,6 +732,10 @@ std::string renderMarkdown(const json& report) {
       continue;
     }
     if (t.contains("stopped")) md << "**stopped:** " << t.value("stopped", std::string()) << "\n\n";
+    if (t.contains("continued"))
+      md << "**continued** from the report in `" << t["continued"].value("from", std::string())
+         << "`: " << t["continued"].value("kept", 0) << " result(s) kept from it, " << t["continued"].value("ran", 0)
+         << " run now\n\n";
     for (const auto& m : t.value("unverified", json::array()))
       md << "**unverified run**: " << m.get<std::string>() << " (every result below is marked unverified)\n\n";
     const json p = t.value("provenance", json::object());
@@ -867,6 +871,9 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
        << " time(s) on a case; a fresh one went on each time\n";
   if (t.contains("crash")) os << "  " << t.value("crash", std::string()) << "\n";
   if (t.contains("stopped")) os << "  stopped: " << t.value("stopped", std::string()) << "\n";
+  if (t.contains("continued"))
+    os << "  continued: " << t["continued"].value("kept", 0) << " result(s) kept from "
+       << t["continued"].value("from", std::string()) << ", " << t["continued"].value("ran", 0) << " run now\n";
   if (t.contains("captured_output") && t.at("captured_output").value("lines", 0) > 0) {
     const json& c = t.at("captured_output");
     os << "  captured " << c.value("lines", 0) << " line(s) the code under test printed ("

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -394,6 +395,125 @@ std::vector<std::string> visibleDevices(const std::string& value) {
   return out;
 }
 
+namespace {
+
+// The op of run key "P5/OP/DTYPE", or "" for an installer property's key.
+std::string opOfKey(const std::string& key) {
+  const auto a = key.find('/');
+  if (a == std::string::npos) return "";
+  const auto b = key.rfind('/');
+  return key.substr(a + 1, b - a - 1);
+}
+
+// Copies the reproducer of each kept result (and its companions: the same
+// name with a suffix, as the FlagGems-off one) into `reproDir`, the result
+// then naming the copy; a file that cannot be copied stays named where it is.
+void copyReproducers(json& kept, const std::string& reproDir) {
+  for (auto& r : kept) {
+    const std::string from = r.value("reproducer", std::string());
+    if (from.empty()) continue;
+    const fs::path src(from);
+    const std::string stem = src.stem().string();
+    std::error_code ec;
+    fs::create_directories(reproDir, ec);
+    for (const auto& e : fs::directory_iterator(src.parent_path(), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(stem, 0) != 0) continue;
+      std::error_code copyEc;
+      fs::copy_file(e.path(), fs::path(reproDir) / name, fs::copy_options::overwrite_existing, copyEc);
+      if (!copyEc && name == src.filename().string()) r["reproducer"] = (fs::path(reproDir) / name).string();
+    }
+  }
+}
+
+json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::string& manifest, const std::string& out,
+                    const std::string& reproDir);
+
+json continueTarget(const SupervisorOptions& opts, const Target& t, const std::string& manifest, const std::string& out,
+                    const std::string& reproDir, const json& earlier) {
+  Continuation c;
+  try {
+    c = continuation(t, opts.target.selection, earlier);
+  } catch (const std::exception&) {  // cannot be planned: the target process says why
+    return superviseFresh(opts, t, manifest, out, reproDir);
+  }
+  copyReproducers(c.kept, reproDir);
+  json doc;
+  if (c.ops.empty() && !c.installer) {  // nothing left: the earlier document, without what stopped it
+    doc = earlier;
+    doc.erase("stopped");
+    doc.erase("crash");
+    doc["results"] = json::array();
+  } else {
+    SupervisorOptions rest = opts;
+    rest.continued = nullptr;
+    Selection& sel = rest.target.selection;
+    // The properties of one scope: the selection's (a run key names its
+    // property first) where it names any, else the target's.
+    auto ofScope = [&](PropertyDef::Scope scope) {
+      std::vector<std::string> ids;
+      for (const auto& k : sel.properties.empty() ? targetProperties(t) : sel.properties)
+        if (const PropertyDef* d = findProperty(k.substr(0, k.find('/'))); d && d->scope == scope) ids.push_back(k);
+      return ids;
+    };
+    if (c.ops.empty()) {
+      sel.properties = ofScope(PropertyDef::Scope::Installer);
+    } else {
+      sel.ops = c.ops;
+      if (!c.installer) sel.properties = ofScope(PropertyDef::Scope::Op);
+    }
+    doc = superviseFresh(rest, t, manifest, out, reproDir);
+  }
+  const size_t ran = doc.value("results", json::array()).size();
+  json results = c.kept;
+  for (const auto& r : doc.value("results", json::array())) results.push_back(r);
+  doc["results"] = results;
+  doc["continued"] = {{"from", opts.continuedFrom}, {"kept", c.kept.size()}, {"ran", ran}};
+  const json before = earlier.value("provenance", json::object()).value("versions", json::object());
+  const json now = doc.value("provenance", json::object()).value("versions", json::object());
+  if (ran > 0 && !before.empty() && !now.empty() && before != now) {
+    doc["status"] = "error";
+    doc["error"] = "--continue " + opts.continuedFrom + ": its results for this target came from other versions (" +
+                   before.dump() + ") than this run's (" + now.dump() + "); run it afresh";
+  }
+  writeText(out, jsonText(doc));
+  return doc;
+}
+
+}  // namespace
+
+Continuation continuation(const Target& t, const Selection& sel, const json& earlier) {
+  std::set<std::string> have;
+  for (const auto& r : earlier.value("results", json::array())) have.insert(r.value("key", std::string()));
+  std::map<std::string, bool> whole;  // op -> every planned key present
+  std::vector<std::string> order;
+  Continuation c;
+  for (const auto& key : plannedKeys(t, sel)) {
+    const std::string op = opOfKey(key);
+    if (op.empty()) {
+      c.installer |= have.count(key) == 0;
+      continue;
+    }
+    if (!whole.count(op)) order.push_back(op);
+    auto [it, fresh] = whole.emplace(op, true);
+    it->second = it->second && have.count(key) > 0;
+  }
+  std::set<std::string> keptOps;
+  for (const auto& op : order) {
+    if (whole.at(op))
+      keptOps.insert(op);
+    else
+      c.ops.push_back(op);
+  }
+  for (const auto& r : earlier.value("results", json::array())) {
+    const std::string key = r.value("key", std::string());
+    const std::string op = opOfKey(key);
+    if (key == "process") continue;
+    if (op.empty() ? !c.installer : keptOps.count(op) > 0) c.kept.push_back(r);
+  }
+  return c;
+}
+
 // One target in --jobs processes at once, its ops dealt round robin (the
 // installer properties in the first), each process on the next of
 // --devices (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES); Triton's cache
@@ -401,6 +521,15 @@ std::vector<std::string> visibleDevices(const std::string& value) {
 // others. A target without op runs, or --jobs 1, is one process.
 json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::string& manifest,
                      const std::string& out, const std::string& reproDir) {
+  if (opts.continued.is_object() && opts.continued.contains(t.name))
+    return continueTarget(opts, t, manifest, out, reproDir, opts.continued.at(t.name));
+  return superviseFresh(opts, t, manifest, out, reproDir);
+}
+
+namespace {
+
+json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::string& manifest, const std::string& out,
+                    const std::string& reproDir) {
   std::vector<std::string> ops = targetOpNames(t);
   const auto& only = opts.target.selection.ops;
   if (!only.empty())
@@ -436,6 +565,8 @@ json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::
   writeText(out, jsonText(doc));
   return doc;
 }
+
+}  // namespace
 
 json endOrphans() {
   json out = json::array();

@@ -37,7 +37,25 @@ struct SupervisorOptions {
   std::function<std::string(const std::string& dir, const nlohmann::json& target, const nlohmann::json& provenance,
                             const PropertyOutcome& o)>
       writeReproducer;
+  /// --continue: an earlier report's target documents by target name. A
+  /// target found here runs only what that document lacks (continueTarget);
+  /// null: none.
+  nlohmann::json continued;
+  std::string continuedFrom;  ///< that report's folder, for the documents' `continued` note
 };
+
+/// The earlier report's results that a continued run of `t` under `sel`
+/// keeps, and the ops it still runs. An op is kept whole, every planned run
+/// key of it present in `earlier` (a target document), or run again whole;
+/// an installer property's result (P1 ..) is kept when present. `installer`
+/// says whether an installer property is left to run.
+struct Continuation {
+  nlohmann::json kept = nlohmann::json::array();  ///< results of `earlier`, in its order
+  std::vector<std::string> ops;                   ///< ops left to run, in catalog order
+  bool installer = false;                         ///< an installer property is left to run
+};
+/// Throws ManifestError as plannedKeys does.
+Continuation continuation(const Target& t, const Selection& sel, const nlohmann::json& earlier);
 
 /// How often a target's processes are restarted after a crash in a case, a
 /// lost device or a flaky result's fresh judging, at most.
@@ -51,7 +69,12 @@ constexpr int kMaxRestarts = 50;
 /// fresh child goes on (at most kMaxRestarts times); one that dies outside
 /// a case ends the target with the results written before. Flaky results
 /// of a finished child are judged once more, first in a fresh child
-/// (PropertyRun::confirmFlaky). Never throws for what a child does.
+/// (PropertyRun::confirmFlaky). With `opts.continued` holding the target
+/// (by name), only what that earlier document lacks runs, and the document
+/// holds its kept results (reproducers copied into `reproDir`) and a
+/// `continued` note {from, kept, ran}; a target whose earlier results came
+/// from other versions of torch, FlagGems, Triton or Torch-FL is an error
+/// that says so. Never throws for what a child does.
 nlohmann::json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::string& manifest,
                                const std::string& out, const std::string& reproDir);
 

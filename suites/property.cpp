@@ -107,6 +107,20 @@ bool wantsFreshJudging(const ResultRecord& result) {
 
 bool wantsFreshJudging(const json& result) { return wantsFreshJudging(resultRecord(result)); }
 
+bool isDtypeRejection(const std::string& why) {
+  static const char* const kMarks[] = {
+      "not implemented for '",
+      "Expected a floating point or complex tensor as input",
+      "isComplexType(typeMetaToScalarType(dtype()))",
+      "self.scalar_type() == at::kBool",
+      "but the operation's result requires dtype",
+      "expect weight to be kByte",
+  };
+  for (const char* m : kMarks)
+    if (why.find(m) != std::string::npos) return true;
+  return false;
+}
+
 json verdictOf(const json& result, const std::string& id) {
   if (result.contains("verdicts")) return result.at("verdicts").at(id);
   return {{"pass", result.at("pass")}, {"reason", result.at("reason")}};
@@ -593,10 +607,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     const json& result = std::get<json>(judgedCase);
     for (const char* k : {"discard", "inactive"})
       if (result.contains(k)) {
-        if (const std::string why = result.at(k).get<std::string>();
-            why.find("not implemented for '") != std::string::npos ||
-            why.find("Expected a floating point or complex tensor as input") != std::string::npos)
-          ++dtypeRejected;
+        if (isDtypeRejection(result.at(k).get<std::string>())) ++dtypeRejected;
         if (discards.count++ == 0) discards.first = result.at(k).get<std::string>();
         RC_DISCARD(result.at(k).get<std::string>());
       }

@@ -173,6 +173,19 @@ class StickyFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Whether CPU ATen's rejection of a sample, `why` (a discard reason), is
+/// for the run's dtype rather than for the sample's shapes or arguments:
+/// no kernel for it ("... not implemented for 'Int'"), a floating, complex
+/// or bool op given another dtype ("Expected a floating point or complex
+/// tensor", `isComplexType(...)` asserted by `_conj`, `self.scalar_type() ==
+/// at::kBool` by `_is_all_true`), a result dtype the input cannot hold
+/// (`float_power_` of a float32 self: "the operation's result requires
+/// dtype Double"), or a uint8 weight required (`_dyn_quant_pack_4bit_weight`:
+/// "expect weight to be kByte"). The messages are LibTorch 1.13's and
+/// torch 2.11's; a run whose every sample is so rejected ends "not run in
+/// DTYPE", never "gave up".
+bool isDtypeRejection(const std::string& why);
+
 /// The verdict {"pass", "reason"} for property `id` in a check result.
 json verdictOf(const json& result, const std::string& id);
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -1391,6 +1392,67 @@ TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
   EXPECT_NE(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out),
             0);
   EXPECT_NE(out.find("names op 'no_such_op.Tensor'"), std::string::npos) << out;
+  flagprop::removeTree(dir.string());
+}
+
+// --continue: a run goes on from an earlier report, keeping its results (not
+// judged again: the same seconds) and running only the ops it lacks; the
+// merged report holds every planned run once. A report with nothing left
+// starts no op run; results from other versions are a target error; the
+// same folder and a missing report are refused.
+TEST(Cli, AContinuedRunKeepsTheEarlierResultsAndRunsOnlyTheRest) {
+  const fs::path dir = testDir("continue");
+  const json manifest = {{"schema", "flagprop.target/1"},
+                         {"name", "continued"},
+                         {"device", "cpu"},
+                         {"labels", {"cpu"}},
+                         {"ops", {{"kind", "aten"}}},
+                         {"catalog", {"log", "sqrt", "mm", "addmm"}},
+                         {"properties", {"P5", "P6"}},
+                         {"dtypes", {"float32"}},
+                         {"op_cases", 2}};
+  fs::create_directories(dir);
+  const fs::path m = dir / "continued.json";
+  std::ofstream(m) << manifest.dump(2);
+  const std::string run = kFp + " run --seed 5 --no-db --manifest " + m.string();
+  std::string out;
+  ASSERT_EQ(sh(run + " --op log --op mm --report-dir " + (dir / "r1").string(), &out), 0) << out;
+  ASSERT_EQ(sh(run + " --continue " + (dir / "r1").string() + " --report-dir " + (dir / "r2").string(), &out), 0)
+      << out;
+  const json first = load((dir / "r1" / "report.json").string()).at("targets").at(0);
+  const json second = load((dir / "r2" / "report.json").string()).at("targets").at(0);
+  ASSERT_EQ(first.at("results").size(), 4u);
+  std::map<std::string, double> seconds;
+  for (const auto& r : first.at("results")) seconds[r.at("key")] = r.at("seconds");
+  std::set<std::string> keys;
+  for (const auto& r : second.at("results")) {
+    EXPECT_TRUE(keys.insert(r.at("key")).second) << "twice: " << r.at("key");
+    if (seconds.count(r.at("key"))) EXPECT_EQ(r.at("seconds").get<double>(), seconds.at(r.at("key")));
+  }
+  for (const auto& op : {"log", "sqrt", "mm", "addmm"})
+    for (const auto& p : {"P5", "P6"}) EXPECT_TRUE(keys.count(std::string(p) + "/" + op + "/float32")) << p << op;
+  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(second.at("continued").at("kept"), 4);
+  EXPECT_EQ(second.at("continued").at("ran"), 4);
+  // Nothing left: the results as they were, nothing run.
+  ASSERT_EQ(sh(run + " --continue " + (dir / "r2").string() + " --report-dir " + (dir / "r3").string(), &out), 0)
+      << out;
+  const json third = load((dir / "r3" / "report.json").string()).at("targets").at(0);
+  EXPECT_EQ(third.at("results").size(), 8u);
+  EXPECT_EQ(third.at("continued").at("ran"), 0);
+  // Results of other versions are not merged silently.
+  json other = load((dir / "r1" / "report.json").string());
+  other["targets"][0]["provenance"]["versions"]["torch"] = "0.0.1";
+  std::ofstream(dir / "r1" / "report.json") << other.dump();
+  EXPECT_NE(sh(run + " --continue " + (dir / "r1").string() + " --report-dir " + (dir / "r4").string(), &out), 0);
+  const json fourth = load((dir / "r4" / "report.json").string()).at("targets").at(0);
+  EXPECT_EQ(fourth.value("status", ""), "error");
+  EXPECT_NE(fourth.value("error", "").find("other versions"), std::string::npos) << fourth.value("error", "");
+  // Usage errors: exit 2 and why.
+  EXPECT_EQ(sh(run + " --continue " + (dir / "r2").string() + " --report-dir " + (dir / "r2").string(), &out), 2);
+  EXPECT_NE(out.find("another folder"), std::string::npos) << out;
+  EXPECT_EQ(sh(run + " --continue " + (dir / "nowhere").string(), &out), 2);
+  EXPECT_NE(out.find("no report to continue"), std::string::npos) << out;
   flagprop::removeTree(dir.string());
 }
 

@@ -278,6 +278,47 @@ TEST(Schema, SamplesFollowTheArgumentTypes) {
   }
 }
 
+// A bool run's scalar is a bool (bitwise_or_.Scalar cannot write an int
+// result into a bool self), and a Device the schema requires is the call's
+// device even after a tensor argument (_resize_output).
+TEST(Schema, BoolRunsTakeBoolScalarsAndARequiredDeviceIsGiven) {
+  const OpEntry* orInPlace = findOp("bitwise_or_.Scalar");
+  ASSERT_NE(orInPlace, nullptr);
+  const auto g = orInPlace->sample({"bool", {}});
+  const auto h = orInPlace->sample({"int32", {}});
+  bool sawInt = false;
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_TRUE(g(rc::Random(i), 50).value().args.at(1).is_boolean()) << i;
+    sawInt |= h(rc::Random(i), 50).value().args.at(1).is_number_integer();
+  }
+  EXPECT_TRUE(sawInt);
+  const OpEntry* resize = findOp("_resize_output");
+  ASSERT_NE(resize, nullptr);
+  const auto r = resize->sample({"float32", {}});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(r(rc::Random(i), 50).value().args.at(2), json({{"$device", true}})) << i;
+}
+
+// Which of CPU ATen's rejections are for the run's dtype (the run then ends
+// "not run in DTYPE"): the messages of LibTorch 1.13 and torch 2.11 for a
+// missing kernel and for complex-, bool-, double- and uint8-only ops; a
+// rejection for shapes or for another argument's dtype is none.
+TEST(Schema, DtypeRejectionsAreToldFromShapeRejections) {
+  for (const char* yes : {
+           "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'",
+           "RuntimeError: isComplexType(typeMetaToScalarType(dtype())) INTERNAL ASSERT FAILED at "
+           "\"/pytorch/c10/core/TensorImpl.h\":1439, please report a bug to PyTorch.",
+           "RuntimeError: the base given to float_power_ has dtype Float but the operation's result requires dtype "
+           "Double",
+           "RuntimeError: self.scalar_type() == at::kBool INTERNAL ASSERT FAILED at \"ReduceOps.cpp\":2207",
+           "RuntimeError: _dyn_quant_pack_4bit_weight_cpu : expect weight to be kByte.",
+       })
+    EXPECT_TRUE(isDtypeRejection(yes)) << yes;
+  for (const char* no :
+       {"RuntimeError: mat1 must be a matrix", "RuntimeError: expected scalar type Long but found Double",
+        "RuntimeError: result type Long can't be cast to the desired output type Bool"})
+    EXPECT_FALSE(isDtypeRejection(no)) << no;
+}
+
 // An in-place op's self is never expanded (stride 0): ATen leaves a write
 // to a tensor whose elements overlap unsupported, so such a case says
 // nothing of the op. Its other tensors still may be.

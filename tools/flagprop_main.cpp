@@ -112,6 +112,10 @@ run options (--opt value or --opt=value):
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run
+  --continue DIR      go on with the run whose report is in DIR (one its --budget cut
+                      short, or stopped): each target runs only the ops DIR's report
+                      lacks, and the new report (another --report-dir) holds DIR's
+                      results too, their reproducers copied; give the same manifests
   --triton-cache DIR  Triton's cache folder for the targets (TRITON_CACHE_DIR): keep
                       it between runs and CI jobs so that nothing compiles twice
   --precompile N      before a target's first op case, N processes launch its op
@@ -168,7 +172,31 @@ struct Cli {
   long parentPid = 0;                       // run-target: the flagprop run that launched it (dies with it)
   bool progress = false;                    // run-target: a progress line on consoleFd
   std::string db = defaultExampleDb();      // --db / --no-db (""): the example database
+  std::string continuedFrom;                // --continue: the earlier report's folder
+  json continued;                           // --continue: its target documents by name
 };
+
+// --continue DIR: the target documents of DIR/report.json by name, or the
+// usage error (no such report, not a report).
+std::string readContinued(Cli& cli, const std::string& dir) {
+  const std::string path = (fs::path(dir) / "report.json").string();
+  json report;
+  try {
+    report = json::parse(readFile(path));
+  } catch (const FileError& e) {
+    return "--continue " + dir + ": no report to continue (" + e.what() + ")";
+  } catch (const json::exception& e) {
+    return "--continue " + dir + ": report.json is not JSON (" + std::string(e.what()).substr(0, 160) + ")";
+  }
+  if (!report.is_object() || !report.contains("targets") || !report.at("targets").is_array())
+    return "--continue " + dir + ": report.json is not a flagprop report (no targets)";
+  cli.continued = json::object();
+  for (const auto& t : report.at("targets"))
+    if (t.is_object() && t.contains("name") && t.at("name").is_string() && t.value("results", json()).is_array())
+      cli.continued[t.at("name").get<std::string>()] = t;
+  cli.continuedFrom = fs::absolute(dir).lexically_normal().string();
+  return "";
+}
 
 // A decimal number that fits in 64 bits (no sign, no overflow).
 bool number(const std::string& s, unsigned long long& out) {
@@ -192,6 +220,8 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
       if (what.find("is larger than") == std::string::npos) return "--manifest " + what;
     }
     cli.manifests.push_back(v);
+  } else if (opt == "--continue") {
+    return readContinued(cli, v);
   } else if (opt == "--report-dir") {
     if (v.empty()) return "--report-dir needs a folder";
     cli.reportDir = v;
@@ -310,10 +340,10 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
     static const std::vector<std::string> known = {
-        "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
-        "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
-        "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
-        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time"};
+        "--manifest",     "--report-dir", "--target",      "--property",  "--op",      "--dtype",        "--cases",
+        "--seed",         "--reproduce",  "--timeout",     "--jobs",      "--devices", "--triton-cache", "--budget",
+        "--case-timeout", "--precompile", "--out",         "--repro-dir", "--resume",  "--console-fd",   "--key-fd",
+        "--parent",       "--db",         "--shrink-time", "--continue"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
@@ -327,6 +357,16 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     return "run-target needs exactly one --manifest and --out";
   if (!cli.target.run.reproduce.empty() && cli.manifests.empty())
     return "--reproduce needs the --manifest of the run the string came from (report.md prints the whole command)";
+  if (!cli.continuedFrom.empty()) {
+    if (cli.command != "run") return "--continue is an option of flagprop run";
+    if (!cli.isolate) return "--continue needs the targets in their own processes (leave out --no-isolate)";
+    if (!cli.target.run.reproduce.empty()) return "--continue and --reproduce do not go together";
+    std::error_code ec;
+    if (fs::weakly_canonical(cli.reportDir, ec) == fs::weakly_canonical(cli.continuedFrom, ec))
+      return "--continue " + cli.continuedFrom +
+             ": write the continued report into another folder (--report-dir); this one's reproducers are "
+             "copied from it";
+  }
   if (!cli.target.run.reproduce.empty()) {  // replay only what the string holds, and all of it
     const auto keys = reproduceKeys(cli.target.run.reproduce);
     for (const auto& key : keys) {  // a run key: ID or ID/OP/DTYPE (op names hold no '/')
@@ -586,6 +626,8 @@ SupervisorOptions supervisorOptions(const Cli& cli, const std::string& self) {
   o.jobs = cli.jobs;
   o.devices = cli.devices;
   o.tritonCache = cli.tritonCache;
+  o.continued = cli.continued;
+  o.continuedFrom = cli.continuedFrom;
   o.writeReproducer = [](const std::string& dir, const json& target, const json& prov, const PropertyOutcome& r) {
     return writeReproducer(dir, target, prov, r);
   };

@@ -156,8 +156,11 @@ def _structure(sample):
 def _fresh_values(torch, tensors, run_dtype, gen):
     out = []
     for t in tensors:
-        if t.dtype == run_dtype:
+        if t.dtype == run_dtype and run_dtype.is_floating_point:
             out.append(torch.randn(t.shape, generator=gen, dtype=run_dtype))
+        elif t.dtype == run_dtype:  # an integer or bool run: small values of either sign
+            low = 0 if run_dtype == torch.bool else -8
+            out.append(torch.randint(low, 2 if run_dtype == torch.bool else 9, t.shape, generator=gen).to(run_dtype))
         else:
             out.append(t.detach().clone())
     return out
@@ -307,13 +310,16 @@ def build():
     bank = _Bank(torch, torch.float32)
     crashed = []
     warnings.simplefilter("ignore")
-    infos = []
+    infos = []  # (entry, the dtype its samples are drawn in)
     for info in op_db:
         try:
-            if torch.float32 in info.supported_dtypes("cpu"):
-                infos.append(info)
+            supported = info.supported_dtypes("cpu")
         except Exception:
             continue
+        for dtype in _sample_dtypes(torch):
+            if dtype in supported:
+                infos.append((info, dtype))
+                break
     used = len(infos)
     # A child per batch, up to ``build_workers()`` at once; a batch whose
     # child died again one child per entry. Merged in batch order, so the
@@ -331,9 +337,13 @@ def build():
             for info in b:
                 one = next(alone)
                 if one is None:
-                    crashed.append(info.name)
+                    crashed.append(info[0].name)
                 for ops in one or []:
                     bank.merge(ops)
+    extra = _in_children([lambda: _extra_samples(torch, bank)], 1)[0]
+    if extra is None:
+        crashed.append("flagprop.extra_samples")
+    bank.merge(extra or {})
     return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
             "crashed": crashed, "seconds": round(time.time() - t0, 1), "ops": bank.result()}
 
@@ -355,14 +365,9 @@ def _seed_for(torch, info):
         numpy.random.seed(seed)
 
 
-def _entry_samples(torch, info, bank):
-    """One OpInfo entry's recorded calls that ``bank`` does not hold yet:
-    {overload: [sample, ...]}. Adds them to ``bank`` (in a forked child:
-    its copy of the parent's, so the parent's samples need not be recorded
-    again)."""
+def _recorder(bank):
+    """A TorchDispatchMode class that records every ATen call into ``bank``."""
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    before = {name: len(samples) for name, samples in bank.ops.items()}
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -370,10 +375,22 @@ def _entry_samples(torch, info, bank):
             bank.record(func, args, kwargs)
             return func(*args, **kwargs)
 
+    return Recorder
+
+
+def _entry_samples(torch, entry, bank):
+    """One OpInfo entry's recorded calls that ``bank`` does not hold yet,
+    drawn in the entry's dtype (``entry`` is (info, dtype)): {overload:
+    [sample, ...]}. Adds them to ``bank`` (in a forked child: its copy of
+    the parent's, so the parent's samples need not be recorded again)."""
+    info, dtype = entry
+    before = {name: len(samples) for name, samples in bank.ops.items()}
+    Recorder = _recorder(bank)
+    bank.run_dtype = dtype
     _seed_for(torch, info)
     try:
-        grad = bool(getattr(info, "supports_autograd", False))
-        samples = info.sample_inputs("cpu", torch.float32, requires_grad=grad)
+        grad = bool(getattr(info, "supports_autograd", False)) and dtype.is_floating_point
+        samples = info.sample_inputs("cpu", dtype, requires_grad=grad)
         direct = _aten_overloads(torch, info)
         for k, s in enumerate(samples):
             if k >= MAX_PER_OPINFO:
@@ -382,6 +399,27 @@ def _entry_samples(torch, info, bank):
             _call_directly(torch, bank, direct, s)
     except Exception:
         pass
+    bank.run_dtype = torch.float32
+    return {name: samples[before.get(name, 0):] for name, samples in bank.ops.items()
+            if len(samples) > before.get(name, 0)}
+
+
+def _sample_dtypes(torch):
+    """The dtype an OpInfo entry's samples are drawn in: float32 where the
+    entry takes it, else the first of int64 and bool it takes (``bincount``,
+    the bitwise ops), so that integer-only ops get samples too; an entry
+    taking none of them is not used."""
+    return (torch.float32, torch.int64, torch.bool)
+
+
+def _extra_samples(torch, bank):
+    """flagprop's own samples (``flagprop.extra_samples``) that ``bank``
+    does not hold yet: {overload: [sample, ...]}."""
+    from . import extra_samples
+
+    before = {name: len(samples) for name, samples in bank.ops.items()}
+    torch.manual_seed(0)
+    extra_samples.record_all(torch, bank, _recorder(bank))
     return {name: samples[before.get(name, 0):] for name, samples in bank.ops.items()
             if len(samples) > before.get(name, 0)}
 
@@ -545,8 +583,13 @@ def _run_sample(torch, recorder, info, s, grad):
 
 
 def _source_hash():
-    with open(__file__, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:16]
+    """The bank's sources, this module and ``extra_samples``, hashed: a
+    change to either builds a new bank."""
+    h = hashlib.sha256()
+    for path in (__file__, os.path.join(os.path.dirname(os.path.abspath(__file__)), "extra_samples.py")):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
 
 
 def bank_path(torch_version):

@@ -460,7 +460,8 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     in-place results), ``shares_outputs`` the earlier outputs it shares
     storage with (unbind, chunk). ``values`` is the same call with floating
     inputs upcast to float64 when ``upcast``, rounded to the output dtype
-    (else ``same_dtype``). Dtype and shape are ATen's meta kernel's
+    (else ``same_dtype``, and where the float64 call is rejected).
+    Dtype and shape are ATen's meta kernel's
     (``source`` "meta"), else the CPU kernel's (``source`` "cpu"); where the
     two disagree, ``cpu_dtype`` / ``cpu_shape`` hold the CPU kernel's. Where
     the CPU kernel raises in the inputs' dtypes but the upcast call and the
@@ -511,9 +512,18 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         if shapes_from is None or len(shapes_from) != len(same):
             shapes_from = same
     dense = _dense_read_only(fn, call, cpu)
+    values = None
     if upcast and any(t.is_floating_point() for t in cpu):
         up = [same_layout(t, torch.float64 if t.is_floating_point() else None) for t in dense or cpu]
-        values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
+        try:
+            values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
+        except Exception:
+            # An op without a float64 kernel (choose_qparams_optimized): the
+            # same-dtype call is the reference.
+            if same is None:
+                raise
+    if values is not None:
+        pass
     elif dense is not None and same is not None:
         values = [v.clone() for v in call_op(fn, call, [same_layout(t) for t in dense], cpu_device)]
     else:

@@ -40,6 +40,8 @@ def _batch_norm(torch):
         ("_native_batch_norm_legit_functional", [x, w, b, rm.clone(), rv.clone(), True, 0.1, 1e-5], {}),
         ("_native_batch_norm_legit_functional", [x, w, b, rm.clone(), rv.clone(), False, 0.1, 1e-5], {}),
         ("_batch_norm_with_update_functional", [x, w, b, rm.clone(), rv.clone(), 0.1, 1e-5], {}),
+        ("_batch_norm_no_update", [x, w, b, rm.clone(), rv.clone(), 0.1, 1e-5], {}),
+        ("_batch_norm_no_update", [x[:, :, :, 0], None, None, None, None, 0.1, 1e-5], {}),
         ("_native_batch_norm_legit", [x, w, b, rm.clone(), rv.clone(), False, 0.1, 1e-5], {}),
         ("native_batch_norm", [x, w, b, rm.clone(), rv.clone(), False, 0.1, 1e-5], {}),
     ]
@@ -112,7 +114,9 @@ def _conv_and_grids(torch):
         ("linalg_matrix_norm", [torch.randn(2, 3, 3, generator=g), 1, [1, 2], True], {}),
         ("linalg_matrix_norm.str_ord", [torch.randn(3, 4, generator=g), "nuc", [-2, -1], False], {}),
         ("_weight_norm_interface", [torch.randn(4, 3, generator=g), torch.rand(4, 1, generator=g) + 0.5, 0], {}),
-        ("_grouped_mm", [torch.randn(2, 3, 4, generator=g), torch.randn(2, 4, 5, generator=g)], {}),
+        # Grouped matrix products: K and N multiples of 8 (its kernels' alignment).
+        ("_grouped_mm", [torch.randn(2, 3, 8, generator=g), torch.randn(2, 8, 16, generator=g)], {}),
+        ("_grouped_mm", [torch.randn(1, 5, 16, generator=g), torch.randn(1, 16, 8, generator=g)], {}),
     ]
 
 

@@ -121,8 +121,8 @@ struct CaseWatch {
 
 /// What the case in flight of a target process is doing, from its stage
 /// file (flagprop.ops._stage, $FLAGPROP_STAGE_FILE): "reference" (CPU ATen),
-/// "device" (the op under test), or "" (another part of the case, no file,
-/// or a path of "").
+/// "control" (the stock path, FlagGems off), "device" (the op under test),
+/// or "" (another part of the case, no file, or a path of "").
 std::string readStage(const std::string& path);
 
 /// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's

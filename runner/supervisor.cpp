@@ -267,11 +267,17 @@ class TargetProcesses {
     }
     PropertyOutcome& o = *inCase;
     o.observations["limit_s"] = std::min(opts_.timeoutSeconds, 120);  // the reproducer's time limit
-    if (readStage(stage()) == "reference") {  // CPU ATen died, not the op under test: nothing judged
+    const std::string inStage = readStage(stage());
+    if (inStage == "reference") {  // CPU ATen died, not the op under test: nothing judged
       o.status = "skip";
       o.reason =
           "health: CPU ATen (the reference) ended the process (" + why + ") on a generated case; the op was not judged";
       o.observations["crash_in"] = "reference";
+    } else if (inStage == "control") {  // the stock path (FlagGems off) died or hung: no finding of the op's
+      o.status = "skip";
+      o.reason = "health: the stock path (the control: FlagGems off) ended the process (" + why +
+                 ") on a generated case, before the op ran; the op was not judged";
+      o.observations["crash_in"] = "control";
     }
     dropProcessResult(doc);
     json rj = o.toJson();

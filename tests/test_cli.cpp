@@ -1292,7 +1292,7 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const fs::path dir = testDir("control");
   std::string out, manifests;
   for (const char* m : {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises",
-                        "control-no-kernel", "control-stock-loses-device"})
+                        "control-no-kernel", "control-stock-loses-device", "control-stock-crashes"})
     manifests += " --manifest " + kTargets + m + ".json";
   EXPECT_EQ(sh(kFp + " run --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
   const json report = load((dir / "report.json").string());
@@ -1331,6 +1331,12 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"),
             std::string::npos)
       << lost.dump();
+  // A process that dies in the stock path (the control) is no finding of the op either.
+  const json crashed = p5("control-stock-crashes");
+  EXPECT_EQ(crashed.value("status", ""), "skip") << crashed.dump();
+  EXPECT_NE(crashed.value("reason", "").find("the stock path (the control: FlagGems off) ended the process"),
+            std::string::npos)
+      << crashed.dump();
   flagprop::removeTree(dir.string());
 }
 

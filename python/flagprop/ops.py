@@ -669,7 +669,8 @@ _STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no
 
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
-    ``device``: the op under test; the harness empties the file as every
+    ``control``: the stock path, FlagGems off; ``device``: the op under
+    test; the harness empties the file as every
     case starts, suites/property.cpp) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies or hangs knows whose crash or
     hang it was."""
@@ -721,9 +722,9 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         relaid.append(moved)
         writes.append(wrote)
     reference_s = time.perf_counter() - t0
-    _stage("device")
     control = None
     if runner.control is not None:
+        _stage("control")
         # The same calls on fresh copies of the inputs through the control,
         # first: a case on which the stock path itself loses the device is
         # never put on the op (docs/control.md).
@@ -732,6 +733,7 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
             if rec["error"] and verdicts.device_lost(rec["error"]):
                 return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
                         "stock_lost": rec["error"]}
+    _stage("device")
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()
     obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "writes": writes, "passes": passes,

@@ -67,7 +67,8 @@ struct Observations {
   /// How the target process died on the case (observations.crash: "target
   /// process died with signal 11 ...", "... timed out ..."); nullopt: it did not.
   std::optional<std::string> crash;
-  std::string crashIn;    ///< where it died: "reference" (CPU ATen) or the op (observations.crash_in)
+  std::string
+      crashIn;  ///< where it died: "reference" (CPU ATen), "control" (the stock path) or the op (observations.crash_in)
   std::string sampler;    ///< the source of the case when not the schema's ("opinfo")
   bool retried = false;   ///< its runs went again from the fallback (observations.retried_after)
   bool fresh = false;     ///< judged again first in a fresh process

@@ -351,7 +351,9 @@ Standing standingOf(const std::vector<const ResultRecord*>& rs) {
   } else if (allSkip) {
     out.status = "gave_up";
     out.why =
-        reason.find("ended the process") != std::string::npos   ? "CPU ATen ended the process on its samples"
+        reason.find("the stock path (the control") != std::string::npos
+            ? "the stock path ended the process on its samples"
+        : reason.find("ended the process") != std::string::npos ? "CPU ATen ended the process on its samples"
         : reason.find("cases from OpInfo") != std::string::npos ? "CPU ATen rejected the schema's samples and OpInfo's"
         : reason.find("no fallback") != std::string::npos ? "CPU ATen rejected the schema's samples; OpInfo has none"
         : reason.find("not run") != std::string::npos     ? "not run (budget or restarts)"

@@ -188,8 +188,9 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     // lost device context not yet judged again: once more in this process,
     // which is a fresh one.
     const bool lost = rec.reason.rfind(kDeviceLostReason, 0) == 0;
+    // (A death in CPU ATen or the stock path is a skip, no finding to confirm.)
     if ((died || lost) && !obs.recurred && !obs.as && obs.crash.value_or("").find("timed out") == std::string::npos &&
-        !rec.counterexample.is_null()) {
+        obs.crashIn.empty() && !rec.counterexample.is_null()) {
       confirm[rec.key] = r;
       continue;
     }

@@ -411,25 +411,23 @@ std::string opOfKey(const std::string& key) {
   return key.substr(a + 1, b - a - 1);
 }
 
-// Copies the reproducer of each kept result (and its companions: the same
-// name with a suffix, as the FlagGems-off one) into `reproDir`, the result
-// then naming the copy; a file that cannot be copied stays named where it is.
-void copyReproducers(json& kept, const std::string& reproDir) {
-  for (auto& r : kept) {
-    const std::string from = r.value("reproducer", std::string());
-    if (from.empty()) continue;
-    const fs::path src(from);
-    const std::string stem = src.stem().string();
-    std::error_code ec;
-    fs::create_directories(reproDir, ec);
-    for (const auto& e : fs::directory_iterator(src.parent_path(), ec)) {
-      const std::string name = e.path().filename().string();
-      if (name.rfind(stem, 0) != 0) continue;
-      std::error_code copyEc;
-      fs::copy_file(e.path(), fs::path(reproDir) / name, fs::copy_options::overwrite_existing, copyEc);
-      if (!copyEc && name == src.filename().string()) r["reproducer"] = (fs::path(reproDir) / name).string();
-    }
+// Copies every file a kept result names (its reproducer, the FlagGems-off
+// one, each distinct failure's, a plot) into `reproDir`, the result then
+// naming the copy; a file that cannot be copied stays named where it is.
+void copyNamedFiles(json& value, const std::string& reproDir) {
+  if (value.is_object() || value.is_array()) {
+    for (auto& v : value) copyNamedFiles(v, reproDir);
+    return;
   }
+  if (!value.is_string()) return;
+  const std::string s = value.get<std::string>();
+  if (s.empty() || s[0] != '/' || s.size() > 4096 || s.find('\n') != std::string::npos) return;
+  std::error_code ec;
+  const fs::path src(s);
+  if (!fs::is_regular_file(src, ec) || src.parent_path() == fs::path(reproDir)) return;
+  fs::create_directories(reproDir, ec);
+  const fs::path dst = fs::path(reproDir) / src.filename();
+  if (fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec) && !ec) value = dst.string();
 }
 
 json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::string& manifest, const std::string& out,
@@ -443,12 +441,13 @@ json continueTarget(const SupervisorOptions& opts, const Target& t, const std::s
   } catch (const std::exception&) {  // cannot be planned: the target process says why
     return superviseFresh(opts, t, manifest, out, reproDir);
   }
-  copyReproducers(c.kept, reproDir);
+  for (auto& r : c.kept) copyNamedFiles(r, reproDir);
   json doc;
   if (c.ops.empty() && !c.installer) {  // nothing left: the earlier document, without what stopped it
     doc = earlier;
     doc.erase("stopped");
     doc.erase("crash");
+    doc["expect"] = t.expect;  // the manifest's, as a target process writes it (a report holds another form)
     doc["results"] = json::array();
   } else {
     SupervisorOptions rest = opts;
@@ -462,41 +461,66 @@ json continueTarget(const SupervisorOptions& opts, const Target& t, const std::s
         if (const PropertyDef* d = findProperty(k.substr(0, k.find('/'))); d && d->scope == scope) ids.push_back(k);
       return ids;
     };
-    if (c.ops.empty()) {
+    if (c.ops.empty()) {  // the installer properties only, in one process
       sel.properties = ofScope(PropertyDef::Scope::Installer);
+      rest.jobs = 1;
     } else {
       sel.ops = c.ops;
-      if (!c.installer) sel.properties = ofScope(PropertyDef::Scope::Op);
+      // Named, so that --op does not drop the installer ones (or, all
+      // present, so that they do not run again).
+      sel.properties = c.installer ? (sel.properties.empty() ? targetProperties(t) : sel.properties)
+                                   : ofScope(PropertyDef::Scope::Op);
     }
     doc = superviseFresh(rest, t, manifest, out, reproDir);
   }
   const size_t ran = doc.value("results", json::array()).size();
+  const json before = earlier.value("provenance", json::object()).value("versions", json::object());
+  const json now = doc.value("provenance", json::object()).value("versions", json::object());
+  const bool otherVersions = ran > 0 && !before.empty() && !now.empty() && before != now;
+  if (otherVersions) {  // never merged: the earlier results stay in their own report
+    c.kept = json::array();
+    doc["status"] = "error";
+    doc["error"] = "--continue " + opts.continuedFrom + ": its results for this target came from other versions (" +
+                   before.dump() + ") than this run's (" + now.dump() + "); they are not merged: run it afresh";
+  }
   json results = c.kept;
   for (const auto& r : doc.value("results", json::array())) results.push_back(r);
   doc["results"] = results;
   doc["continued"] = {{"from", opts.continuedFrom}, {"kept", c.kept.size()}, {"ran", ran}};
-  const json before = earlier.value("provenance", json::object()).value("versions", json::object());
-  const json now = doc.value("provenance", json::object()).value("versions", json::object());
-  if (ran > 0 && !before.empty() && !now.empty() && before != now) {
-    doc["status"] = "error";
-    doc["error"] = "--continue " + opts.continuedFrom + ": its results for this target came from other versions (" +
-                   before.dump() + ") than this run's (" + now.dump() + "); run it afresh";
-  }
   writeText(out, jsonText(doc));
   return doc;
 }
 
 }  // namespace
 
+const json* continuedDocument(const SupervisorOptions& opts, const Target& t, const std::string& manifest) {
+  if (!opts.continued.is_array()) return nullptr;
+  std::error_code ec;
+  const fs::path mine = fs::weakly_canonical(manifest, ec);
+  const json* byName = nullptr;
+  int named = 0;
+  for (const auto& d : opts.continued) {
+    const std::string m = d.value("manifest", std::string());
+    if (!m.empty() && fs::weakly_canonical(m, ec) == mine && d.value("name", std::string()) == t.name) return &d;
+    if (d.value("name", std::string()) == t.name) byName = &d, ++named;
+  }
+  return named == 1 ? byName : nullptr;  // a name two manifests share says nothing
+}
+
 Continuation continuation(const Target& t, const Selection& sel, const json& earlier) {
+  // An error result is not a run done: a run a process never reached ("not
+  // run: ...", "no result: ...") and a harness error run again.
   std::set<std::string> have;
-  for (const auto& r : earlier.value("results", json::array())) have.insert(r.value("key", std::string()));
+  for (const auto& r : earlier.value("results", json::array()))
+    if (r.value("status", std::string()) != "error") have.insert(r.value("key", std::string()));
   std::map<std::string, bool> whole;  // op -> every planned key present
   std::vector<std::string> order;
+  std::set<std::string> plannedInstaller;
   Continuation c;
   for (const auto& key : plannedKeys(t, sel)) {
     const std::string op = opOfKey(key);
     if (op.empty()) {
+      plannedInstaller.insert(key);
       c.installer |= have.count(key) == 0;
       continue;
     }
@@ -511,11 +535,15 @@ Continuation continuation(const Target& t, const Selection& sel, const json& ear
     else
       c.ops.push_back(op);
   }
+  // Kept: the ops kept whole, the installer results when none is left to
+  // run, and what this run does not plan at all (--op / --property narrow
+  // what runs, not what the report holds).
   for (const auto& r : earlier.value("results", json::array())) {
     const std::string key = r.value("key", std::string());
     const std::string op = opOfKey(key);
     if (key == "process") continue;
-    if (op.empty() ? !c.installer : keptOps.count(op) > 0) c.kept.push_back(r);
+    const bool planned = op.empty() ? plannedInstaller.count(key) > 0 : whole.count(op) > 0;
+    if (!planned || (op.empty() ? !c.installer : keptOps.count(op) > 0)) c.kept.push_back(r);
   }
   return c;
 }
@@ -527,8 +555,8 @@ Continuation continuation(const Target& t, const Selection& sel, const json& ear
 // others. A target without op runs, or --jobs 1, is one process.
 json superviseTarget(const SupervisorOptions& opts, const Target& t, const std::string& manifest,
                      const std::string& out, const std::string& reproDir) {
-  if (opts.continued.is_object() && opts.continued.contains(t.name))
-    return continueTarget(opts, t, manifest, out, reproDir, opts.continued.at(t.name));
+  if (const json* earlier = continuedDocument(opts, t, manifest))
+    return continueTarget(opts, t, manifest, out, reproDir, *earlier);
   return superviseFresh(opts, t, manifest, out, reproDir);
 }
 

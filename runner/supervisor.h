@@ -37,8 +37,8 @@ struct SupervisorOptions {
   std::function<std::string(const std::string& dir, const nlohmann::json& target, const nlohmann::json& provenance,
                             const PropertyOutcome& o)>
       writeReproducer;
-  /// --continue: an earlier report's target documents by target name. A
-  /// target found here runs only what that document lacks (continueTarget);
+  /// --continue: an earlier report's target documents (an array). A target
+  /// found here (continuedDocument) runs only what that document lacks;
   /// null: none.
   nlohmann::json continued;
   std::string continuedFrom;  ///< that report's folder, for the documents' `continued` note
@@ -54,8 +54,15 @@ struct Continuation {
   std::vector<std::string> ops;                   ///< ops left to run, in catalog order
   bool installer = false;                         ///< an installer property is left to run
 };
-/// Throws ManifestError as plannedKeys does.
+/// Throws ManifestError as plannedKeys does. Results of runs `sel` does not
+/// plan are kept as they are; an error result counts as not run.
 Continuation continuation(const Target& t, const Selection& sel, const nlohmann::json& earlier);
+
+/// The document of `opts.continued` that target `t` (loaded from
+/// `manifest`) continues: the one of the same manifest file and name, else
+/// the only one of that name; nullptr when there is none (or two share the
+/// name, from other manifests).
+const nlohmann::json* continuedDocument(const SupervisorOptions& opts, const Target& t, const std::string& manifest);
 
 /// How often a target's processes are restarted after a crash in a case, a
 /// lost device or a flaky result's fresh judging, at most.

@@ -1291,8 +1291,9 @@ TEST(Cli, ASecondValuesFaultOnOtherInputsIsReportedOnItsOwn) {
 TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const fs::path dir = testDir("control");
   std::string out, manifests;
-  for (const char* m : {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises",
-                        "control-no-kernel", "control-stock-loses-device", "control-stock-crashes"})
+  for (const char* m :
+       {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises", "control-no-kernel",
+        "control-stock-loses-device", "control-stock-crashes", "control-op-agrees-with-cpu"})
     manifests += " --manifest " + kTargets + m + ".json";
   EXPECT_EQ(sh(kFp + " run --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
   const json report = load((dir / "report.json").string());
@@ -1331,6 +1332,11 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"),
             std::string::npos)
       << lost.dump();
+  // The op that agrees with CPU ATen where the stock path does not follows
+  // ATen's reference: information, never a finding.
+  const json withCpu = p5("control-op-agrees-with-cpu");
+  EXPECT_EQ(withCpu.value("status", ""), "pass") << withCpu.dump();
+  EXPECT_NE(classes(withCpu).find("the stock path differs from CPU ATen"), std::string::npos) << withCpu.dump();
   // A process that dies in the stock path (the control) is no finding of the op either.
   const json crashed = p5("control-stock-crashes");
   EXPECT_EQ(crashed.value("status", ""), "skip") << crashed.dump();
@@ -1446,6 +1452,23 @@ TEST(Cli, AContinuedRunKeepsTheEarlierResultsAndRunsOnlyTheRest) {
   const json third = load((dir / "r3" / "report.json").string()).at("targets").at(0);
   EXPECT_EQ(third.at("results").size(), 8u);
   EXPECT_EQ(third.at("continued").at("ran"), 0);
+  // --op narrows what runs, not what the report holds; an error result is
+  // a run not done, and runs again (its op whole).
+  json withError = load((dir / "r2" / "report.json").string());
+  for (auto& r : withError["targets"][0]["results"])
+    if (r.at("key") == "P6/sqrt/float32") r["status"] = "error";
+  fs::create_directories(dir / "r2e");
+  std::ofstream(dir / "r2e" / "report.json") << withError.dump();
+  ASSERT_EQ(
+      sh(run + " --op log --op sqrt --continue " + (dir / "r2e").string() + " --report-dir " + (dir / "r5").string(),
+         &out),
+      0)
+      << out;
+  const json fifth = load((dir / "r5" / "report.json").string()).at("targets").at(0);
+  EXPECT_EQ(fifth.at("results").size(), 8u);
+  EXPECT_EQ(fifth.at("continued").at("kept"), 6);
+  EXPECT_EQ(fifth.at("continued").at("ran"), 2);
+  for (const auto& r : fifth.at("results")) EXPECT_NE(r.value("status", ""), "error") << r.dump();
   // Results of other versions are not merged silently.
   json other = load((dir / "r1" / "report.json").string());
   other["targets"][0]["provenance"]["versions"]["torch"] = "0.0.1";

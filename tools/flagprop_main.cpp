@@ -173,7 +173,7 @@ struct Cli {
   bool progress = false;                    // run-target: a progress line on consoleFd
   std::string db = defaultExampleDb();      // --db / --no-db (""): the example database
   std::string continuedFrom;                // --continue: the earlier report's folder
-  json continued;                           // --continue: its target documents by name
+  json continued;                           // --continue: its target documents
 };
 
 // --continue DIR: the target documents of DIR/report.json by name, or the
@@ -190,10 +190,10 @@ std::string readContinued(Cli& cli, const std::string& dir) {
   }
   if (!report.is_object() || !report.contains("targets") || !report.at("targets").is_array())
     return "--continue " + dir + ": report.json is not a flagprop report (no targets)";
-  cli.continued = json::object();
+  cli.continued = json::array();
   for (const auto& t : report.at("targets"))
     if (t.is_object() && t.contains("name") && t.at("name").is_string() && t.value("results", json()).is_array())
-      cli.continued[t.at("name").get<std::string>()] = t;
+      cli.continued.push_back(t);
   cli.continuedFrom = fs::absolute(dir).lexically_normal().string();
   return "";
 }

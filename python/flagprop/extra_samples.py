@@ -237,9 +237,9 @@ def record_all(torch, bank, recorder):
             try:
                 with torch.no_grad():
                     op(*args, **kwargs)
+                bank.record(op, args, kwargs)
             except Exception:
                 continue
-            bank.record(op, args, kwargs)
     for make in PROGRAMS:
         try:
             runs = make(torch)

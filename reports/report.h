@@ -1,6 +1,7 @@
 // The run report: report.json (flagprop.report/1), report.md, console table.
 #pragma once
 
+#include "catalog/families.h"
 #include "core/records.h"
 
 #include <nlohmann/json.hpp>
@@ -57,13 +58,6 @@ std::vector<StockNote> stockDiffersFromCpu(const json& target);
 /// observations.stats)}]. An op counts once however many dtypes and
 /// properties it ran ("all"); in a dtype row, once per dtype.
 json opCoverage(const json& target);
-
-/// The family an ATen overload belongs to in the coverage table: "linear
-/// algebra", "nn", "reduction and scan", "index", "shape, copy and
-/// creation" or "pointwise" (the rest). A rule on the overload's base name
-/// (its leading "_" and a trailing "_backward", "_out", "_copy" or "_"
-/// left out), flagprop's own: LibTorch 1.13 tags no op as pointwise.
-std::string opFamily(const std::string& overload);
 
 /// Markdown for a person: a table per target, then every failure with its
 /// reason, observations, counterexample, reproduce string and reproducer.

@@ -1,6 +1,7 @@
 #include "runner/runner.h"
 
 #include "catalog/catalog.h"
+#include "catalog/families.h"
 #include "core/files.h"
 #include "suites/registry.h"
 #include "runner/example_db.h"
@@ -54,6 +55,8 @@ class PropertyTest : public testing::Test {
 
   void TestBody() override {
     const Target& t = session_->target();
+    // Under --jobs: an op another process of this target claimed is its run, not this one's.
+    if (!opts_->claimDir.empty() && !run_->op.empty() && !claimOp(opts_->claimDir, run_->op, opts_->shardIndex)) return;
     const std::string label =
         run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
     // An excluded op's skip is a line in the report, not on the console.
@@ -152,6 +155,15 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
 }
 
 std::string runKey(const PropertyRun& r) { return r.op.empty() ? r.id : r.id + "/" + r.op + "/" + r.dtype; }
+
+// The installer runs first, then the op runs costliest family first
+// (opCostRank); an op's runs stay together and in their order.
+void takeCostliestFirst(std::vector<PropertyRun>& runs) {
+  std::stable_sort(runs.begin(), runs.end(), [](const PropertyRun& a, const PropertyRun& b) {
+    const int ra = a.op.empty() ? -1 : opCostRank(a.op), rb = b.op.empty() ? -1 : opCostRank(b.op);
+    return ra < rb;
+  });
+}
 
 // Keeps the results of an earlier process of this target and drops their
 // runs; the op runs of an op and dtype that crashed there get the crash.
@@ -328,6 +340,16 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
     if (!why.empty()) return targetError(doc, why);
   }
   if (!opts.docPath.empty()) writeTargetDocument(opts.docPath, doc, opts.docKey);
+  std::vector<PropertyRun> precompiled;  // this shard's share of the palettes (all runs without claims)
+  if (!opts.claimDir.empty()) {
+    takeCostliestFirst(runs);
+    std::map<std::string, size_t> index;  // op -> its place among the ops
+    for (const auto& r : runs)
+      if (!r.op.empty() && index.emplace(r.op, index.size()).second &&
+          static_cast<int>(index.size() - 1) % std::max(opts.shardCount, 1) == opts.shardIndex)
+        for (const auto& q : runs)
+          if (q.op == r.op) precompiled.push_back(q);
+  }
   // Not again in a process resumed after a crash: the first one's workers filled the cache.
   if (opts.precompileWorkers > 0 && opts.resumeFrom.empty()) {
     if (opts.progressFd >= 0) {
@@ -335,8 +357,8 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
                                std::to_string(opts.precompileWorkers) + " processes";
       [[maybe_unused]] const auto n = write(opts.progressFd, line.data(), line.size());
     }
-    const json pre =
-        precompile(*session, runs, {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
+    const json pre = precompile(*session, opts.claimDir.empty() ? runs : precompiled,
+                                {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
     if (!pre.is_null()) {
       doc["precompile"] = pre;
       if (opts.verbose)
@@ -628,6 +650,37 @@ bool takeDocumentMac(json& doc, const std::string& key) {
   if (doc.is_object()) doc.erase("mac");
   if (key.empty()) return true;
   return mac.is_string() && mac.get<std::string>() == hmacSha256Hex(key, jsonText(doc));
+}
+
+bool claimOp(const std::string& dir, const std::string& op, int shard) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw FileError(dir + ": cannot make the claims folder: " + ec.message());
+  std::string name;
+  for (const unsigned char c : op) {
+    if (isalnum(c) || c == '.' || c == '_' || c == '-') {
+      name += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      name += hex;
+    }
+  }
+  const std::string path = (fs::path(dir) / (name.empty() ? "%" : name)).string();
+  const std::string mine = std::to_string(shard);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    const bool written = write(fd, mine.data(), mine.size()) == static_cast<ssize_t>(mine.size());
+    close(fd);
+    if (!written) throw FileError(path + ": cannot write the claim");
+    return true;
+  }
+  if (errno != EEXIST) throw FileError(path + ": cannot claim: " + std::strerror(errno));
+  try {
+    return readFile(path, 64) == mine;  // (empty while its maker writes it: that one is not ours)
+  } catch (const FileError&) {
+    return false;
+  }
 }
 
 bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const std::string& why) {

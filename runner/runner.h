@@ -56,7 +56,28 @@ struct TargetRunOptions {
   /// examples stored for its run key, and the files of those that pass now
   /// (or that the reference now rejects) are removed. Empty: none.
   std::string exampleDb;
+  /// Where the processes of one target under --jobs claim its ops (claimOp):
+  /// each process plans every op of the selection, takes them costliest
+  /// family first (opCostRank) and runs an op only once it holds its claim,
+  /// so that a process that finishes early takes the next op instead of
+  /// idling while another works through a fixed share. Empty: every planned
+  /// run is this process's.
+  std::string claimDir;
+  /// This process's shard (0 .. shardCount - 1) of its target's --jobs: its
+  /// claims are its own across restarts, and its --precompile workers take
+  /// the ops whose index in the plan is shardIndex modulo shardCount.
+  int shardIndex = 0;
+  int shardCount = 1;
 };
+
+/// Claims op `op` in folder `dir` (created when missing) for shard `shard`:
+/// true when the claim is `shard`'s (made now, or made earlier by the same
+/// shard: a process resumed after a crash goes on with its ops), false when
+/// another shard holds it. The claim is a file of its own created with
+/// O_EXCL (the op's name with bytes other than [A-Za-z0-9._-] as %XX),
+/// holding the shard's index. Throws FileError when `dir` cannot be made or
+/// written.
+bool claimOp(const std::string& dir, const std::string& op, int shard);
 
 /// Writes a target document to `path` (writeText) with `mac`, the
 /// HMAC-SHA256 under `key` of its text without `mac` (no `mac` when `key` is

@@ -45,11 +45,15 @@ std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::str
   if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
   if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
   if (t.run.shrinkSeconds >= 0) a.insert(a.end(), {"--shrink-time", std::to_string(t.run.shrinkSeconds)});
+  if (t.run.runSeconds >= 0) a.insert(a.end(), {"--run-time", std::to_string(t.run.runSeconds)});
   if (!t.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", t.run.reproduce});
   for (const auto& p : t.selection.properties) a.insert(a.end(), {"--property", p});
   for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});
   for (const auto& p : t.selection.dtypes) a.insert(a.end(), {"--dtype", p});
   if (t.unverified) a.push_back("--unverified");
+  if (!t.claimDir.empty())
+    a.insert(a.end(),
+             {"--claim-dir", t.claimDir, "--shard", std::to_string(t.shardIndex) + "/" + std::to_string(t.shardCount)});
   if (opts.db.empty())
     a.push_back("--no-db");
   else
@@ -363,14 +367,16 @@ std::vector<std::string> shardEnv(const SupervisorOptions& opts, size_t i) {
   return e;
 }
 
-// The options of shard k of `jobs` over `ops` (dealt round robin); the
+// The options of shard k of `jobs`: every shard plans the selection's ops
+// and claims them one by one in `claims` (TargetRunOptions::claimDir); the
 // installer properties run in the first shard only.
-SupervisorOptions shardOptions(const SupervisorOptions& opts, const Target& t, const std::vector<std::string>& ops,
-                               size_t k, size_t jobs) {
+SupervisorOptions shardOptions(const SupervisorOptions& opts, const Target& t, const std::string& claims, size_t k,
+                               size_t jobs) {
   SupervisorOptions shard = opts;
   Selection& sel = shard.target.selection;
-  sel.ops.clear();
-  for (size_t i = k; i < ops.size(); i += jobs) sel.ops.push_back(ops[i]);
+  shard.target.claimDir = claims;
+  shard.target.shardIndex = static_cast<int>(k);
+  shard.target.shardCount = static_cast<int>(jobs);
   if (k == 0 && sel.properties.empty()) sel.properties = targetProperties(t);  // named, so that --op does not drop them
   if (k > 0) {
     if (sel.properties.empty())
@@ -581,21 +587,36 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
   std::vector<json> docs(jobs);
   std::vector<SupervisorOptions> shards;
   std::vector<std::string> parts, captures;  // what each process printed, counted together below
-  std::vector<std::optional<std::vector<std::string>>> plans;
+  const std::string claims = out.substr(0, out.size() - 5) + ".claims";
+  removeTree(claims);  // an earlier run's claims would keep every op from running
   for (size_t k = 0; k < jobs; ++k) {
-    shards.push_back(shardOptions(opts, t, ops, k, jobs));
+    shards.push_back(shardOptions(opts, t, claims, k, jobs));
     parts.push_back(out.substr(0, out.size() - 5) + ".shard" + std::to_string(k + 1) + ".json");
     captures.push_back(capturePath(parts.back()));
-    plans.push_back(planOf(manifest, shards.back().target.selection));  // here: planOf is not for several threads
   }
+  // Which shard runs an op is known only once it claims it: the shards are
+  // held to the plan together, after the merge.
+  const auto plan = planOf(manifest, opts.target.selection);
   std::vector<std::thread> threads;
   for (size_t k = 0; k < jobs; ++k)
     threads.emplace_back([&, k]() {
-      docs[k] = TargetProcesses(shards[k], manifest, parts[k], reproDir, plans[k], shardEnv(opts, k)).run();
+      docs[k] = TargetProcesses(shards[k], manifest, parts[k], reproDir, std::nullopt, shardEnv(opts, k)).run();
     });
   for (auto& th : threads) th.join();
+  removeTree(claims);
   json doc = mergeShards(docs);
   doc["captured_output"] = capturedOutput(captures);
+  if (plan) keepOrder(doc, *plan);  // the catalog's order, whichever process ran each op
+  if (plan && doc.value("status", "") == "ok" && !doc.contains("stopped")) {
+    const std::string why = doc.contains("crash") ? "not run: a target process " + doc["crash"].get<std::string>() +
+                                                        " outside a case before reaching it"
+                                                  : "";
+    if (!checkAgainstPlan(doc, *plan, why))
+      std::cout << "\n[" << doc.value("name", "?") << "] the target's processes do not hold the runs they were "
+                << "launched for (" << doc["plan_mismatch"]["missing"].size() << " missing, "
+                << doc["plan_mismatch"]["unexpected"].size() << " not launched): each missing one is an error"
+                << std::endl;
+  }
   writeText(out, jsonText(doc));
   return doc;
 }

@@ -168,6 +168,7 @@ struct ShrinkClock : rc::detail::TestListenerAdapter {
   std::string bestWhy;
   int tried = 0, accepted = 0, discarded = 0;  // candidates tried, taken, discarded unjudged (the budget)
   bool stopped = false;
+  bool byRunTime = false;  // stopped by the run's own limit (RunOptions::runSeconds), not the shrink budget
 
   void onShrinkTried(const rc::detail::CaseDescription&, bool ok) override {
     ++tried;
@@ -195,12 +196,13 @@ struct ShrinkClock : rc::detail::TestListenerAdapter {
            {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - *since).count()},
            {"stopped", stopped}};
       if (budget >= 0) j["budget_s"] = budget;
+      if (byRunTime) j["by"] = "run-time";
     }
     since.reset();
     best = json();
     bestWhy.clear();
     tried = accepted = discarded = 0;
-    stopped = false;
+    stopped = byRunTime = false;
     return j;
   }
 };
@@ -210,10 +212,34 @@ struct ShrinkClock : rc::detail::TestListenerAdapter {
 void noteShrink(PropertyOutcome& o, const json& shrink) {
   if (shrink.is_null()) return;
   o.observations["shrink"] = shrink;
-  if (shrink.value("stopped", false))
+  if (shrink.value("stopped", false) && shrink.value("by", std::string()) == "run-time")
+    o.reason += " (shrinking stopped when the run's --run-time ran out, " +
+                std::to_string(shrink.value("accepted", 0)) +
+                " smaller failing case(s) found: the counterexample may not be the smallest)";
+  else if (shrink.value("stopped", false))
     o.reason += " (shrinking stopped after " + std::to_string(shrink.value("budget_s", 0)) + " s (--shrink-time), " +
                 std::to_string(shrink.value("accepted", 0)) +
                 " smaller failing case(s) found: the counterexample may not be the smallest)";
+}
+
+// A search that the run's own limit (RunOptions::runSeconds) ended before
+// it found a failure: a pass on the `held` cases (of `asked`), or a health
+// skip when none was judged; observations.run_time says so.
+void noteRunTime(PropertyOutcome& o, int held, int asked, int limit, const Discards& discards) {
+  o.observations["run_time"] = {{"limit_s", limit}, {"held", held}, {"asked", asked}};
+  const std::string why = "the run's --run-time of " + std::to_string(limit) + " s ran out";
+  if (held > 0) {
+    o.status = "pass";
+    o.casesRun = held;
+    o.reason = std::to_string(held) + " of the " + std::to_string(asked) + " generated cases asked for held (" + why +
+               " before the others ran)";
+  } else {
+    o.status = "skip";
+    o.reason = "health: " + why + " before a case was judged" +
+               (discards.count > 0 ? " (" + std::to_string(discards.count) +
+                                         " samples discarded: " + discards.first.substr(0, 200) + ")"
+                                   : std::string());
+  }
 }
 
 // Fills `out` from RapidCheck's result.
@@ -588,14 +614,29 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   const bool replaying = !opts.reproduce.empty();
   const int shrinkBudget = replaying ? -1 : opts.shrinkSeconds;
   ShrinkClock shrink;
+  // The run's own limit (opts.runSeconds): past it, a search with a failure
+  // ends as the shrink budget ends it; one without discards every case
+  // left unjudged (timeUp), and RapidCheck's give-up is then read as the
+  // end of the run's time, not as a health problem.
+  bool timeUp = false;
+  auto runOver = [&]() {
+    return !replaying && opts.runSeconds >= 0 &&
+           std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(opts.runSeconds);
+  };
   auto body = [&]() {
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
     const Case c = *generator;
-    if (shrink.over(shrinkBudget)) {
+    const bool shrinkOver = shrink.over(shrinkBudget);
+    if (shrinkOver || (shrink.since && runOver())) {
       if (c.value == shrink.best) RC_FAIL(shrink.bestWhy);  // the smallest so far, run again: it failed
       shrink.stopped = true;
+      shrink.byRunTime = shrink.byRunTime || !shrinkOver;
       ++shrink.discarded;
       RC_DISCARD("shrink time is up");
+    }
+    if (timeUp || runOver()) {
+      timeUp = true;
+      RC_DISCARD("the run's time is up");
     }
     if (opts.progress) opts.progress(judged++);
     const auto judgedCase = judgeOnce(c, samplerNow(), json::object());
@@ -642,7 +683,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     return o;
   };
   if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();
-  if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() && md.id == out.key()) {
+  if (result.template is<rc::detail::GaveUpResult>() && run.fallback && opts.reproduce.empty() && md.id == out.key() &&
+      !timeUp) {
     PropertyOutcome gaveUp = outcomeFor(run, "", "");
     record(gaveUp, result, last, discards, md.id);
     if (useFallback(" (the schema's samples gave up: " + gaveUp.reason.substr(0, 240) + ")")) {
@@ -656,6 +698,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     }
   }
   record(out, result, last, discards, md.id);
+  if (timeUp && result.template is<rc::detail::GaveUpResult>())
+    noteRunTime(out, held, params.maxSuccess, opts.runSeconds, discards);
   if ((out.status == "fail" || out.status == "error") && !replaying) noteShrink(out, shrinkSeen);
   if (!db.empty()) out.observations["db"] = db;
   if (out.status == "fail" && !last.caseJson.is_null()) confirm(out, Case{last.caseJson}, samplerNow());
@@ -667,6 +711,10 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   json distinct = json::array();
   for (int k = 1; k < run.distinct && out.status == "fail" && opts.reproduce.empty(); ++k) {
     if (last.kinds.empty()) break;
+    if (runOver()) {  // no time left for another search
+      out.observations["run_time"] = {{"limit_s", opts.runSeconds}, {"distinct_search", "not started"}};
+      break;
+    }
     for (const auto& x : last.kinds) known.insert(x.get<std::string>());
     last = {};
     params.seed = params.seed * 6364136223846793005ull + 1442695040888963407ull;

@@ -60,6 +60,16 @@ struct RunOptions {
   /// shape can compile its own Triton kernels, so a budget bounds a run
   /// over many failing ops.
   int shrinkSeconds = -1;
+  /// How long, in s, one property run may take (-1, the default: no
+  /// limit). Past it no new case, shrink candidate or distinct-failure
+  /// search starts (a case already being judged is not stopped): a failure
+  /// already found is the outcome, shrunk as far as it got; a run that
+  /// found none passes on the cases that held, its reason saying how many
+  /// of the cases asked for ran (observations.run_time), and one that
+  /// judged no case is a health skip. Ignored on a replay (`reproduce`).
+  /// On a GPU one case of a new shape can take seconds (Triton compiling,
+  /// FlagGems autotuning), so a limit bounds a run over every overload.
+  int runSeconds = -1;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).

@@ -871,6 +871,55 @@ TEST(Cli, TargetProcessOutlivesAnInterruptMeantForTheRun) {
 // --precompile 2 each process starts one worker (not two, which on a 2-core
 // host would be four compiling processes beside the two runs), and every
 // palette call is still launched ahead.
+// --jobs: each process plans every op and runs only those it claims, so one
+// that finishes early takes the next op. Every planned run ends in exactly
+// one result, in the catalog's order, the same runs with the same verdicts
+// as in one process; each op's runs are one process's; both processes ran
+// ops; the claims are gone afterwards. A claim is its shard's across
+// restarts and no other's.
+TEST(Cli, ShardsClaimEachOpOnceAndTakeTheNextWhenFree) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-claims-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  const std::string claims = (dir / "claims").string();
+  EXPECT_TRUE(flagprop::claimOp(claims, "add.Tensor", 0));
+  EXPECT_TRUE(flagprop::claimOp(claims, "add.Tensor", 0)) << "a restarted process goes on with its own ops";
+  EXPECT_FALSE(flagprop::claimOp(claims, "add.Tensor", 1));
+  EXPECT_TRUE(flagprop::claimOp(claims, "a/b", 1));
+  EXPECT_TRUE(fs::exists(fs::path(claims) / "a%2Fb"));
+  const std::string fp = std::string(FLAGPROP_BINARY),
+                    manifest = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/aten-cpu.json";
+  std::string out;
+  std::map<std::string, json> byJobs;
+  for (const char* jobs : {"1", "2"}) {
+    const fs::path r = dir / jobs;
+    ASSERT_EQ(sh(fp + " run --no-db --jobs " + jobs + " --seed 3 --cases 3 --manifest " + manifest + " --report-dir " +
+                     r.string(),
+                 &out),
+              0)
+        << out;
+    byJobs[jobs] = load((r / "report.json").string()).at("targets").at(0);
+  }
+  auto keyed = [](const json& t) {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const auto& x : t.at("results")) v.emplace_back(x.at("key"), x.at("status"));
+    return v;
+  };
+  EXPECT_GT(byJobs["1"].at("results").size(), 20u);
+  EXPECT_EQ(keyed(byJobs["2"]), keyed(byJobs["1"]));
+  EXPECT_EQ(byJobs["2"].value("shards", 0), 2);
+  EXPECT_FALSE(byJobs["2"].contains("plan_mismatch")) << byJobs["2"].at("plan_mismatch").dump();
+  std::map<std::string, int> shardOfOp;
+  for (const int k : {1, 2}) {
+    const json part = load((dir / "2" / "targets" / ("1_aten-cpu.shard" + std::to_string(k) + ".json")).string());
+    std::set<std::string> ops;
+    for (const auto& x : part.at("results")) ops.insert(x.value("op", ""));
+    EXPECT_FALSE(ops.empty()) << "shard " << k << " ran no op";
+    for (const auto& op : ops) EXPECT_TRUE(shardOfOp.emplace(op, k).second) << op << " ran in both processes";
+  }
+  EXPECT_FALSE(fs::exists(dir / "2" / "targets" / "1_aten-cpu.claims"));
+  flagprop::removeTree(dir.string());
+}
+
 TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
   if (std::thread::hardware_concurrency() < 2)
     GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";

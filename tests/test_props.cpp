@@ -9,6 +9,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 namespace flagprop {
 namespace {
 
@@ -127,6 +130,59 @@ TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
     }
 }
 
+// --run-time: past the run's own limit no new case or shrink candidate is
+// judged. A run that found no failure passes on the cases that held and
+// says how many of those asked for ran; one with a failure keeps it, shrunk
+// as far as it got; one that judged nothing is a health skip. The first
+// judging of each run takes 1.05 s (steady clock), so a 1 s limit has
+// passed when it returns.
+TEST(Property, ARunTimeEndsTheSearchKeepingWhatItFound) {
+  PropertyRun run = madeUpRun(5);
+  // Size 100 from the first case on: a value with smaller ones to shrink to.
+  run.generator =
+      rc::gen::map(rc::gen::resize(100, rc::gen::inRange(1000, 1000000)), [](int n) { return Case{json(n)}; });
+  int judgings = 0;
+  bool failing = false;
+  json first;
+  run.judge = [&](const Case& c) {
+    if (judgings++ == 0) {
+      first = c.value;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+    }
+    return json{{"pass", !failing}, {"reason", "wrong"}};
+  };
+  RunOptions opts;
+  opts.seed = 7;
+  opts.flakyReplays = 0;
+  opts.runSeconds = 1;
+  const PropertyOutcome passed = runProperty(run, opts);
+  EXPECT_EQ(passed.status, "pass") << passed.reason;
+  EXPECT_EQ(judgings, 1);
+  EXPECT_EQ(passed.casesRun, 1);
+  EXPECT_EQ(passed.reason,
+            "1 of the 5 generated cases asked for held (the run's --run-time of 1 s ran out before the others ran)");
+  EXPECT_EQ(passed.observations.at("run_time"), json({{"limit_s", 1}, {"held", 1}, {"asked", 5}}));
+  failing = true;
+  judgings = 0;
+  const PropertyOutcome failed = runProperty(run, opts);
+  ASSERT_EQ(failed.status, "fail") << failed.reason;
+  EXPECT_EQ(judgings, 1) << "no shrink candidate was judged once the run's time was up";
+  EXPECT_EQ(failed.counterexample, first) << "the first failing case, unshrunk";
+  EXPECT_EQ(failed.observations.at("shrink").value("by", ""), "run-time");
+  EXPECT_NE(failed.reason.find("wrong (shrinking stopped when the run's --run-time ran out"), std::string::npos)
+      << failed.reason;
+  opts.runSeconds = 0;
+  judgings = 0;
+  const PropertyOutcome none = runProperty(run, opts);
+  EXPECT_EQ(none.status, "skip") << none.reason;
+  EXPECT_EQ(judgings, 0);
+  EXPECT_EQ(none.reason, "health: the run's --run-time of 0 s ran out before a case was judged");
+  opts.runSeconds = -1;
+  failing = false;
+  judgings = 1;  // no sleep: without a limit every case asked for is judged
+  EXPECT_EQ(runProperty(run, opts).casesRun, 5);
+}
+
 }  // namespace
 }  // namespace flagprop
 
@@ -145,6 +201,12 @@ TEST(Coverage, FamiliesAndDtypesCountEveryOpOnce) {
   EXPECT_EQ(opFamily("transpose.int"), "shape, copy and creation");
   EXPECT_EQ(opFamily("tanh_backward"), "pointwise");
   EXPECT_EQ(opFamily("add.Tensor"), "pointwise");
+  // --jobs takes the costliest families first.
+  EXPECT_LT(opCostRank("mm"), opCostRank("conv2d"));
+  EXPECT_LT(opCostRank("conv2d"), opCostRank("sum.dim_IntList"));
+  EXPECT_LT(opCostRank("sum.dim_IntList"), opCostRank("add.Tensor"));
+  EXPECT_LT(opCostRank("add.Tensor"), opCostRank("index_select"));
+  EXPECT_LT(opCostRank("index_select"), opCostRank("transpose.int"));
   auto r = [](const std::string& op, const std::string& dtype, const std::string& status, const std::string& reason) {
     return json{{"op", op}, {"dtype", dtype}, {"property", "P5"}, {"status", status}, {"reason", reason}};
   };

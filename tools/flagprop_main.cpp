@@ -109,6 +109,11 @@ run options (--opt value or --opt=value):
                       counterexample is the smallest failing case found so far, and
                       the reason says so (on a GPU each smaller shape may compile
                       its own kernels)
+  --run-time SEC      how long one property run (one op and dtype) may take (default:
+                      no limit): past it no new case, shrink step or search for
+                      another failure starts; a failure found is kept, a run
+                      without one passes on the cases that held and says how many
+                      of those asked for ran (bounds a run over every overload)
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run
@@ -272,6 +277,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--shrink-time") {
     if (!number(v, n) || n > 86400) return "--shrink-time needs a number of seconds from 0 (no shrinking) to 86400";
     cli.target.run.shrinkSeconds = static_cast<int>(n);
+  } else if (opt == "--run-time") {
+    if (!number(v, n) || n > 86400) return "--run-time needs a number of seconds from 0 to 86400";
+    cli.target.run.runSeconds = static_cast<int>(n);
   } else if (opt == "--seed") {
     if (!number(v, n)) return "--seed needs an integer from 0 to 2^64 - 1 (0 picks a random seed)";
     cli.target.run.seed = n;
@@ -301,7 +309,17 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
     cli.parentPid = static_cast<long>(n);
   } else if (opt == "--resume" && cli.command == "run-target")
     cli.target.resumeFrom = v;
-  else if (opt == "--db") {
+  else if (opt == "--claim-dir" && cli.command == "run-target")
+    cli.target.claimDir = v;
+  else if (opt == "--shard" && cli.command == "run-target") {
+    const auto slash = v.find('/');
+    unsigned long long k = 0;
+    if (slash == std::string::npos || !number(v.substr(0, slash), k) || !number(v.substr(slash + 1), n) || n == 0 ||
+        n > 4096 || k >= n)
+      return "--shard needs K/N with 0 <= K < N <= 4096";
+    cli.target.shardIndex = static_cast<int>(k);
+    cli.target.shardCount = static_cast<int>(n);
+  } else if (opt == "--db") {
     if (v.empty()) return "--db needs a folder";
     std::error_code ec;
     if (fs::exists(v, ec) && !fs::is_directory(v, ec)) return "--db " + v + ": a file, not a folder";
@@ -340,10 +358,10 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
     static const std::vector<std::string> known = {
-        "--manifest",     "--report-dir", "--target",      "--property",  "--op",      "--dtype",        "--cases",
-        "--seed",         "--reproduce",  "--timeout",     "--jobs",      "--devices", "--triton-cache", "--budget",
-        "--case-timeout", "--precompile", "--out",         "--repro-dir", "--resume",  "--console-fd",   "--key-fd",
-        "--parent",       "--db",         "--shrink-time", "--continue"};
+        "--manifest",     "--report-dir", "--target",      "--property",  "--op",       "--dtype",        "--cases",
+        "--seed",         "--reproduce",  "--timeout",     "--jobs",      "--devices",  "--triton-cache", "--budget",
+        "--case-timeout", "--precompile", "--out",         "--repro-dir", "--resume",   "--console-fd",   "--key-fd",
+        "--parent",       "--db",         "--shrink-time", "--continue",  "--run-time", "--claim-dir",    "--shard"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {

@@ -733,6 +733,9 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
             if rec["error"] and verdicts.device_lost(rec["error"]):
                 return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
                         "stock_lost": rec["error"]}
+        rejected = verdicts.control_rejects({"control": control})
+        if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
+            return {"discard": "the stock path rejects call %d: %s" % rejected}
     _stage("device")
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()

@@ -27,7 +27,8 @@
 #   all-ops  P5 / P6 for every overload FlagGems registers (matrix/targets/h200-flaggems-all.json) in one
 #          run of $FLAGPROP_JOBS processes (--jobs, default 16), $FLAGPROP_CASES cases each (default 3),
 #          within --budget $FLAGPROP_BUDGET s (default 420), each failure shrunk for at most
-#          $FLAGPROP_SHRINK_TIME s (--shrink-time, default 20); a coverage table, where the time went per
+#          $FLAGPROP_SHRINK_TIME s (--shrink-time, default 20), each property run within $FLAGPROP_RUN_TIME s
+#          (--run-time, default 20); a coverage table, where the time went per
 #          op family, and the failures, one line each
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
@@ -200,7 +201,7 @@ for MODE in "$@"; do
     all-ops)
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" \
+        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all" \
         >"$OUTDIR/all.log" 2>&1
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
@@ -209,7 +210,7 @@ for MODE in "$@"; do
     all-ops-rest)  # all-ops continued from $OUTDIR/all into $OUTDIR/all-rest (one run in two sittings)
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --continue "$OUTDIR/all" \
+        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --continue "$OUTDIR/all" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json \
         --report-dir "$OUTDIR/all-rest" >"$OUTDIR/all-rest.log" 2>&1
       echo "== all-ops-rest: exit $? in $((SECONDS - t0)) s"

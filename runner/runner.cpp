@@ -588,8 +588,26 @@ std::string readStage(const std::string& path) {
   } catch (const std::exception&) {
     return "";
   }
-  stage.erase(stage.find_last_not_of(" \n") + 1);  // written fixed-width, never truncated
+  stage = stage.substr(0, 16);  // written fixed-width, never truncated; a compile stamp follows
+  stage.erase(stage.find_last_not_of(std::string(" \n\0", 3)) + 1);
   return stage;
+}
+
+double stageCompileAge(const std::string& path) {
+  if (path.empty()) return -1;
+  std::string text;
+  try {
+    text = readFile(path, 4096);
+  } catch (const std::exception&) {
+    return -1;
+  }
+  if (text.size() <= 16) return -1;
+  char* end = nullptr;
+  const std::string stamp = text.substr(16, 24);
+  const double at = std::strtod(stamp.c_str(), &end);
+  if (end == stamp.c_str() || !(at > 0)) return -1;
+  const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return now >= at ? now - at : -1;
 }
 
 json capturedOutput(const std::string& path, size_t keep) {

@@ -146,6 +146,18 @@ struct CaseWatch {
 /// or "" (another part of the case, no file, or a path of "").
 std::string readStage(const std::string& path);
 
+/// Seconds since the case in flight last finished a Triton compilation
+/// (flagprop.ops._compiled_now stamps the stage file after each one, on the
+/// monotonic clock that std::chrono::steady_clock reads on Linux), or -1:
+/// no stamp this case (nothing compiled, no file). A case past its time
+/// limit that compiled a moment ago is still compiling or autotuning.
+double stageCompileAge(const std::string& path);
+
+/// A case past --case-timeout in the op's own stage whose last compilation
+/// ended less than this long ago (s; at most a quarter of the limit) is
+/// slow to compile, not hung: a health skip, not a finding.
+constexpr int kStillCompilingSeconds = 60;
+
 /// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's
 /// inputs (at most 131072 elements per tensor) takes milliseconds, so a
 /// minute is a hang (e.g. LAPACK on inf input), not a slow case.

@@ -146,7 +146,7 @@ class TargetProcesses {
         resumeAfter(doc, args);
         continue;
       }
-      if (!recordCrash(doc, again)) return doc;
+      if (!recordCrash(doc, again, r)) return doc;
       args = resumeArgs();
     }
   }
@@ -255,7 +255,7 @@ class TargetProcesses {
 
   // A process that died: its case recorded with its reproducer and true (a
   // fresh process goes on), or false with `doc` the target's final document.
-  bool recordCrash(json& doc, bool again) {
+  bool recordCrash(json& doc, bool again, const ChildResult& r) {
     const std::string why = doc["crash"].get<std::string>();
     std::optional<PropertyOutcome> inCase = caseInFlight(doc, why);
     if (!inCase || !again) {
@@ -272,6 +272,9 @@ class TargetProcesses {
     PropertyOutcome& o = *inCase;
     o.observations["limit_s"] = std::min(opts_.timeoutSeconds, 120);  // the reproducer's time limit
     const std::string inStage = readStage(stage());
+    const double compiledAgo = stageCompileAge(stage());
+    const int limit = r.caseTimedOut ? opts_.caseTimeoutSeconds : opts_.timeoutSeconds;
+    const double compilingWithin = std::min(kStillCompilingSeconds, limit / 4);
     if (inStage == "reference") {  // CPU ATen died, not the op under test: nothing judged
       o.status = "skip";
       o.reason =
@@ -282,6 +285,17 @@ class TargetProcesses {
       o.reason = "health: the stock path (the control: FlagGems off) ended the process (" + why +
                  ") on a generated case, before the op ran; the op was not judged";
       o.observations["crash_in"] = "control";
+    } else if ((r.timedOut || r.caseTimedOut) && inStage == "device" && compiledAgo >= 0 &&
+               compiledAgo < compilingWithin) {
+      // Still compiling or autotuning when the limit came (16 processes
+      // compiling at once slow each other): slow, not hung; nothing judged.
+      o.status = "skip";
+      o.reason = std::string("health: the op ran past ") + (r.caseTimedOut ? "--case-timeout" : "--timeout") + " (" +
+                 std::to_string(limit) + " s) on a generated case while Triton was still compiling its kernels (the last compilation " +
+                 "ended " + std::to_string(static_cast<int>(compiledAgo)) +
+                 " s before): a slow compile or autotune, not a hang; the op was not judged (run it alone, or with " +
+                 "a longer --case-timeout)";
+      o.observations["crash_in"] = "compiling";
     }
     dropProcessResult(doc);
     json rj = o.toJson();

@@ -247,6 +247,32 @@ TEST(Cli, CrashedTargetAndBadManifestDoNotStopTheRun) {
   flagprop::removeTree(dir.string());
 }
 
+// A case past its time limit that is still compiling (it ended a Triton
+// compilation a moment ago, as one autotuning under load does) is slow, not
+// hung: a health skip for both properties of that op and dtype, and the run
+// goes on. The same fixture op without the compilations is a hang, a fail
+// (ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn).
+TEST(Cli, ACaseStillCompilingAtItsTimeLimitIsNoHang) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-compiling-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  std::string out;
+  EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --no-db --seed 3 --case-timeout 8 --manifest " +
+                   FLAGPROP_SOURCE_DIR + "/fixtures/targets/ops-compiles-slowly.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  for (const char* p : {"P5", "P6"}) {
+    const json* r = result(report, "fixture-ops-compiles-slowly", p);
+    ASSERT_NE(r, nullptr) << out;
+    EXPECT_EQ(r->at("status"), "skip") << r->dump();
+    EXPECT_NE(r->at("reason").get<std::string>().find("while Triton was still compiling its kernels"),
+              std::string::npos)
+        << r->dump();
+  }
+  flagprop::removeTree(dir.string());
+}
+
 // An op that kills its process on one layout and one that hangs on another:
 // each case is recorded as a failure with its reproducer (which runs it in a
 // child process), and a fresh process goes on with the next op.

@@ -674,12 +674,30 @@ def _stage(name):
     case starts, suites/property.cpp) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies or hangs knows whose crash or
     hang it was."""
+    fd = _stage_fd()
+    if fd is not None:
+        os.pwrite(fd, name.encode().ljust(16), 0)  # one pwrite per stage, fixed width: no truncate; the reader strips
+
+
+def _compiled_now():
+    """Stamps the stage file (bytes 16 on) with this moment on the monotonic
+    clock (s), after each Triton compilation: a case that outruns its time
+    limit while its kernels are still compiling or being autotuned is slow,
+    not hung, and its parent tells the two apart by this stamp
+    (runner/runner.h, stageCompileAge)."""
+    fd = _stage_fd()
+    if fd is not None:
+        os.pwrite(fd, ("%.3f" % time.monotonic()).encode().ljust(24), 16)
+
+
+def _stage_fd():
+    """The open stage file ($FLAGPROP_STAGE_FILE), or None without one."""
     if "fd" not in _STAGE:  # the C++ session sets the variable before the first case
         _STAGE["path"] = os.environ.get("FLAGPROP_STAGE_FILE")
         _STAGE["fd"] = None
     path, fd = _STAGE["path"], _STAGE["fd"]
     if not path:
-        return
+        return None
     if fd is not None:
         # Still this file, and the path still names it? (The code under test
         # may have closed the descriptor, reused its number or unlinked the file.)
@@ -692,7 +710,7 @@ def _stage(name):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         st = os.fstat(fd)
         _STAGE["fd"], _STAGE["id"] = fd, (st.st_dev, st.st_ino)
-    os.pwrite(fd, name.encode().ljust(16), 0)  # one pwrite per stage, fixed width: no truncate; the reader strips
+    return fd
 
 
 def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
@@ -853,6 +871,7 @@ def setup(target, op_names):
 
         def counting_hook(*args, **kwargs):
             _STATE["compiles"].append(str(kwargs.get("repr", "?")).split("[")[0])
+            _compiled_now()
             return previous(*args, **kwargs) if previous else None
 
         runtime.jit_post_compile_hook = counting_hook

@@ -291,7 +291,8 @@ class TargetProcesses {
       // compiling at once slow each other): slow, not hung; nothing judged.
       o.status = "skip";
       o.reason = std::string("health: the op ran past ") + (r.caseTimedOut ? "--case-timeout" : "--timeout") + " (" +
-                 std::to_string(limit) + " s) on a generated case while Triton was still compiling its kernels (the last compilation " +
+                 std::to_string(limit) +
+                 " s) on a generated case while Triton was still compiling its kernels (the last compilation " +
                  "ended " + std::to_string(static_cast<int>(compiledAgo)) +
                  " s before): a slow compile or autotune, not a hang; the op was not judged (run it alone, or with " +
                  "a longer --case-timeout)";

@@ -23,6 +23,8 @@ struct OpRunState {
   std::unordered_map<std::string, json> memo;
   bool lost = false;
   bool stockLost = false;  // the stock path (the control), not the op, lost it: later cases are discards
+  // When the first run of this op and dtype started: the --run-time clock of them all.
+  std::optional<std::chrono::steady_clock::time_point> started;
   // OpInfo's samples, once a run of these cases fell back to them: the
   // entry (its sampler over the samples) and its cases; later runs start there.
   std::shared_ptr<OpEntry> opinfoEntry;
@@ -315,6 +317,10 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
     return judgeOpCase(*sp, *state, *stats, *e, key, c, true);
   };
   run.distinct = 3;  // up to three distinct failures per op and dtype
+  run.clockStart = [state]() {
+    if (!state->started) state->started = std::chrono::steady_clock::now();
+    return *state->started;
+  };
   // A derived entry samples ranks 0..4 for ops that may take only one (pdist:
   // 2-D, pixel_shuffle: 3-D and up): a 1-in-5 acceptance needs more tries.
   if (entry.judging.derived()) run.maxDiscardRatio = 10;

@@ -619,9 +619,11 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   // left unjudged (timeUp), and RapidCheck's give-up is then read as the
   // end of the run's time, not as a health problem.
   bool timeUp = false;
+  const auto clockT0 = run.clockStart ? run.clockStart() : t0;
+  int judgedHere = 0;  // cases that held or failed in this run (not discards)
   auto runOver = [&]() {
-    return !replaying && opts.runSeconds >= 0 &&
-           std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(opts.runSeconds);
+    return !replaying && opts.runSeconds >= 0 && (judgedHere > 0 || shrink.since) &&
+           std::chrono::steady_clock::now() - clockT0 >= std::chrono::seconds(opts.runSeconds);
   };
   auto body = [&]() {
     if (dtypeRefused()) RC_DISCARD("CPU ATen takes no " + run.dtype);
@@ -657,6 +659,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
         RC_DISCARD(result.at(k).get<std::string>());
       }
     ++held;
+    ++judgedHere;
     RC_TAG(result.value("tag", std::string()));
     const json v = verdictOf(result, run.id);
     if (!v.at("pass").get<bool>()) {

@@ -7,6 +7,7 @@
 
 #include <rapidcheck.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -61,12 +62,14 @@ struct RunOptions {
   /// over many failing ops.
   int shrinkSeconds = -1;
   /// How long, in s, one property run may take (-1, the default: no
-  /// limit). Past it no new case, shrink candidate or distinct-failure
-  /// search starts (a case already being judged is not stopped): a failure
-  /// already found is the outcome, shrunk as far as it got; a run that
-  /// found none passes on the cases that held, its reason saying how many
-  /// of the cases asked for ran (observations.run_time), and one that
-  /// judged no case is a health skip. Ignored on a replay (`reproduce`).
+  /// limit), on its clock (PropertyRun::clockStart). Once a case has held
+  /// or failed and the time is past, no new case, shrink candidate or
+  /// distinct-failure search starts (a case already being judged is not
+  /// stopped): a failure already found is the outcome, shrunk as far as it
+  /// got; a run that found none passes on the cases that held, its reason
+  /// saying how many of the cases asked for ran (observations.run_time).
+  /// Samples the reference rejects do not count as judged: every run
+  /// judges at least one case. Ignored on a replay (`reproduce`).
   /// On a GPU one case of a new shape can take seconds (Triton compiling,
   /// FlagGems autotuning), so a limit bounds a run over every overload.
   int runSeconds = -1;
@@ -113,6 +116,12 @@ struct PropertyRun {
   std::function<std::optional<PropertyOutcome>()> precondition;
   /// Called after the run with the outcome (e.g. to attach statistics).
   std::function<void(PropertyOutcome&)> finish;
+  /// When the run's --run-time clock (RunOptions::runSeconds) started;
+  /// unset: when this run starts. The runs of one op and dtype share one
+  /// clock (the first one's start), so that P6, which judges P5's cases
+  /// again from their observations, stops where P5 stopped instead of
+  /// judging new cases with a clock of its own.
+  std::function<std::chrono::steady_clock::time_point()> clockStart;
   bool quiet = false;  ///< its outcome goes to the report only, not the console (an excluded op's skip)
   /// How many distinct failures to look for: after a failure, the search
   /// goes on (a new seed) with the kinds already found counted as passes,

@@ -130,10 +130,10 @@ TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
     }
 }
 
-// --run-time: past the run's own limit no new case or shrink candidate is
-// judged. A run that found no failure passes on the cases that held and
-// says how many of those asked for ran; one with a failure keeps it, shrunk
-// as far as it got; one that judged nothing is a health skip. The first
+// --run-time: past the run's limit no new case or shrink candidate is
+// judged once one case has been. A run that found no failure passes on the
+// cases that held and says how many of those asked for ran; one with a
+// failure keeps it, shrunk as far as it got. The first
 // judging of each run takes 1.05 s (steady clock), so a 1 s limit has
 // passed when it returns.
 TEST(Property, ARunTimeEndsTheSearchKeepingWhatItFound) {
@@ -171,12 +171,20 @@ TEST(Property, ARunTimeEndsTheSearchKeepingWhatItFound) {
   EXPECT_EQ(failed.observations.at("shrink").value("by", ""), "run-time");
   EXPECT_NE(failed.reason.find("wrong (shrinking stopped when the run's --run-time ran out"), std::string::npos)
       << failed.reason;
+  // A limit already past still judges one case: every run ends in a verdict.
   opts.runSeconds = 0;
-  judgings = 0;
-  const PropertyOutcome none = runProperty(run, opts);
-  EXPECT_EQ(none.status, "skip") << none.reason;
-  EXPECT_EQ(judgings, 0);
-  EXPECT_EQ(none.reason, "health: the run's --run-time of 0 s ran out before a case was judged");
+  failing = false;
+  judgings = 1;
+  const PropertyOutcome one = runProperty(run, opts);
+  EXPECT_EQ(one.status, "pass") << one.reason;
+  EXPECT_EQ(judgings, 2);
+  // The runs of one op and dtype share a clock: a run whose clock started
+  // (with another run) long enough ago judges one case and stops.
+  opts.runSeconds = 1;
+  run.clockStart = []() { return std::chrono::steady_clock::now() - std::chrono::seconds(5); };
+  judgings = 1;
+  EXPECT_EQ(runProperty(run, opts).casesRun, 1);
+  run.clockStart = nullptr;
   opts.runSeconds = -1;
   failing = false;
   judgings = 1;  // no sleep: without a limit every case asked for is judged

@@ -109,11 +109,11 @@ run options (--opt value or --opt=value):
                       counterexample is the smallest failing case found so far, and
                       the reason says so (on a GPU each smaller shape may compile
                       its own kernels)
-  --run-time SEC      how long one property run (one op and dtype) may take (default:
-                      no limit): past it no new case, shrink step or search for
-                      another failure starts; a failure found is kept, a run
-                      without one passes on the cases that held and says how many
-                      of those asked for ran (bounds a run over every overload)
+  --run-time SEC      how long the runs of one op and dtype may take (default: no
+                      limit): past it, once a case has been judged, no new case,
+                      shrink step or search for another failure starts; a failure
+                      found is kept, a run without one passes on the cases that
+                      held and says how many of those asked for ran
   --budget SEC        the whole run's wall time: when it ends, the target processes
                       are stopped (the case in flight is no finding) and the runs
                       left are reported as not run

@@ -3,7 +3,10 @@
 #include "core/files.h"
 #include "core/native_runtime.h"
 
+#include <c10/util/Logging.h>
+
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +82,13 @@ void ensureInterpreter() {
   } catch (const py::error_already_set& e) {
     throw std::runtime_error("flagprop: cannot import torch in the embedded interpreter: " + describe(e));
   }
+  // No C++ stack trace in c10::Error: LibTorch 1.13 symbolizes one for every
+  // error it raises (backtrace_symbols: dladdr over libtorch's symbols,
+  // tens of ms), and a run over every overload has CPU ATen reject
+  // thousands of samples; that was 26 % of such a run's CPU time. Only the
+  // trace after the message's first lines goes; flagprop reads the first line.
+  c10::SetStackTraceFetcher(
+      std::function<std::string()>([] { return std::string("(no C++ stack trace: flagprop does not take one)"); }));
   try {
     for (const char* m : kModules) pyImport(m);
     // A real Triton (where there is one) is imported now too, for one

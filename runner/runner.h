@@ -104,7 +104,7 @@ constexpr int kDeviceLostExit = 75;
 
 /// Called after each property run with the session, the outcome and the
 /// target document holding every result so far (e.g. to write a reproducer
-/// and the document, so a crash loses at most the property in flight).
+/// and the document, so a crash loses little besides the property in flight).
 using ResultSink = std::function<void(const TargetSession&, const PropertyOutcome&, json& doc)>;
 
 /// Runs one target: loads and checks it, plans its property runs and runs

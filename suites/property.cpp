@@ -726,6 +726,14 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
     record(extra, again, last, discards, md.id);
     noteShrink(extra, shrink.take(shrinkBudget));
     if (extra.status != "fail" || last.kinds.empty()) break;
+    // Judged again as the first failure is: one that passes any replay is
+    // flaky, kept apart from the distinct failures (and their reproducers).
+    confirm(extra, Case{last.caseJson}, samplerNow());
+    if (extra.status == "flaky") {
+      out.observations["flaky_distinct"].push_back(
+          {{"reason", extra.reason}, {"counterexample", extra.counterexample}});
+      continue;
+    }
     distinct.push_back({{"reason", extra.reason},
                         {"kinds", last.kinds},
                         {"counterexample", extra.counterexample},

@@ -130,6 +130,40 @@ TEST(Property, AShrinkBudgetKeepsTheSmallestFailingCaseFoundSoFar) {
     }
 }
 
+// A distinct failure is judged again as the first failure is: one that
+// passes a replay is flaky, listed apart (observations.flaky_distinct) and
+// not among the distinct failures. Values under 1000 fail for one reason
+// every time; the others for another reason every second judging.
+TEST(Property, AFlakyDistinctFailureIsNotReportedAsOne) {
+  PropertyRun run = madeUpRun(20);
+  run.generator = rc::gen::map(rc::gen::resize(100, rc::gen::inRange(0, 1000000)), [](int n) { return Case{json(n)}; });
+  run.distinct = 3;
+  int judgings = 0;
+  auto verdict = [](bool pass, const std::string& kind) {
+    json v = json::object();
+    v["pass"] = pass;
+    v["reason"] = kind;
+    v["kinds"] = json::array({kind});
+    json r = json::object();
+    r["verdicts"]["P1"] = v;
+    return r;
+  };
+  run.judge = [&](const Case& c) {
+    if (c.value.get<int>() < 1000) return verdict(false, "small");
+    return verdict(++judgings % 2 != 0, "large");
+  };
+  RunOptions opts;
+  opts.seed = 3;
+  opts.flakyReplays = 3;
+  const PropertyOutcome o = runProperty(run, opts);
+  ASSERT_EQ(o.status, "fail") << o.reason;
+  for (const auto& d : o.observations.value("distinct_failures", json::array()))
+    EXPECT_EQ(d.at("kinds"), json::array({"small"})) << "the flaky kind is no distinct failure: " << d.dump();
+  const json flaky = o.observations.value("flaky_distinct", json::array());
+  ASSERT_FALSE(flaky.empty()) << o.observations.dump();
+  EXPECT_EQ(flaky.at(0).at("reason").get<std::string>().rfind("flaky:", 0), 0u) << flaky.dump();
+}
+
 // --run-time: past the run's limit no new case or shrink candidate is
 // judged once one case has been. A run that found no failure passes on the
 // cases that held and says how many of those asked for ran; one with a

@@ -96,8 +96,9 @@ run options (--opt value or --opt=value):
                       --manifest of the run it came from)
   --timeout SEC       per-target process time limit (default 1800)
   --jobs N            run each target's ops in N processes at once (its installer
-                      properties in the first); they share Triton's cache, so
-                      kernels compile N at a time (default 1)
+                      properties in the first), each taking the next op not yet
+                      taken, costliest family first; they share Triton's cache,
+                      so kernels compile N at a time (default 1)
   --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
                       CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process; where
                       those are set already, N is their N-th entry)

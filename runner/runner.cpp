@@ -214,7 +214,11 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     done.insert(rec.key);
   }
   std::vector<PropertyRun> left;
+  std::set<std::string> crashedBefore;  // "op/dtype" whose crashed run comes before the one at hand
   for (auto& run : runs) {
+    if (const auto c = crashed.find(run.op + "/" + run.dtype);
+        c != crashed.end() && c->second.value("key", std::string()) == runKey(run))
+      crashedBefore.insert(run.op + "/" + run.dtype);
     if (done.count(runKey(run))) continue;
     const auto again = retry.find(run.op + "/" + run.dtype);
     if (again != retry.end() && run.fallback) {
@@ -236,8 +240,12 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
       left.push_back(std::move(run));
       continue;
     }
+    // The crash stands for the runs of its op and dtype after it (they would
+    // judge the same cases); one before it whose result was not yet written
+    // (the document is written at most once a second between passes) is
+    // judged again.
     const auto c = crashed.find(run.op + "/" + run.dtype);
-    if (c != crashed.end() && run.checkKind == "op") {
+    if (c != crashed.end() && run.checkKind == "op" && crashedBefore.count(run.op + "/" + run.dtype)) {
       json r = c->second;
       r["property"] = run.id;
       r["title"] = run.title;
@@ -539,7 +547,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
           fly = readFile(watch.inflightPath);
         } catch (const std::exception&) {
         }
-        const std::string stage = watch.referenceSeconds > 0 ? readStage(watch.stagePath) : "";
+        const std::string stage = readStage(watch.stagePath);
         if (fly != c.lastCase) {
           c.lastCase = fly;
           c.caseSince = now;
@@ -549,10 +557,22 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
           c.stage = stage;
           c.stageSince = now;
         }
-        const bool referenceHangs =
-            !fly.empty() && stage == "reference" && now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
-        if (referenceHangs || (!fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds))) {
+        const bool referenceHangs = !fly.empty() && watch.referenceSeconds > 0 && stage == "reference" &&
+                                    now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
+        const bool past = !fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds);
+        // Past the limit, a case still compiling (a compilation ended within
+        // the window) is given up to the limit again; once it stops
+        // compiling for that long it is a hang.
+        const double window = std::min(kStillCompilingSeconds, watch.caseSeconds / 4);
+        const double compiledAgo = past && stage == "device" ? stageCompileAge(watch.stagePath) : -1;
+        const bool compiling = compiledAgo >= 0 && compiledAgo < window;
+        if (past && compiling && now - c.caseSince <= std::chrono::seconds(2 * watch.caseSeconds)) {
+          left = true;
+          continue;
+        }
+        if (referenceHangs || past) {
           results[i].caseTimedOut = true;
+          results[i].stillCompiling = !referenceHangs && compiling;
           results[i].referenceTimedOut = referenceHangs;
           results[i].referenceSeconds = watch.referenceSeconds;
           stop(&results[i].timedOut);
@@ -686,16 +706,21 @@ bool claimOp(const std::string& dir, const std::string& op, int shard) {
   }
   const std::string path = (fs::path(dir) / (name.empty() ? "%" : name)).string();
   const std::string mine = std::to_string(shard);
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    const bool written = write(fd, mine.data(), mine.size()) == static_cast<ssize_t>(mine.size());
-    close(fd);
-    if (!written) throw FileError(path + ": cannot write the claim");
-    return true;
-  }
-  if (errno != EEXIST) throw FileError(path + ": cannot claim: " + std::strerror(errno));
+  // Written whole under a name of this process's own, then linked to the
+  // claim's name: a claim is never seen (or left) half-written.
+  const std::string draft = path + ".draft." + std::to_string(getpid());
+  const int fd = open(draft.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw FileError(draft + ": cannot write a claim: " + std::strerror(errno));
+  const bool written = write(fd, mine.data(), mine.size()) == static_cast<ssize_t>(mine.size());
+  close(fd);
+  const int linked = written ? link(draft.c_str(), path.c_str()) : -1;
+  const int err = errno;
+  unlink(draft.c_str());
+  if (!written) throw FileError(draft + ": cannot write the claim");
+  if (linked == 0) return true;
+  if (err != EEXIST) throw FileError(path + ": cannot claim: " + std::strerror(err));
   try {
-    return readFile(path, 64) == mine;  // (empty while its maker writes it: that one is not ours)
+    return readFile(path, 64) == mine;
   } catch (const FileError&) {
     return false;
   }

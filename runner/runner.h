@@ -123,8 +123,13 @@ struct ChildResult {
   bool timedOut = false;
   bool caseTimedOut = false;       ///< one case outran the per-case limit (a hang), not the whole process
   bool referenceTimedOut = false;  ///< ... in its CPU reference stage (CaseWatch::referenceSeconds)
-  int referenceSeconds = 0;        ///< that stage's limit in s, when referenceTimedOut
-  bool stopped = false;            ///< killed because stopRequested() (Ctrl-C, SIGTERM)
+  /// ... in the op's own stage, still compiling when it was stopped: past its
+  /// limit a case that keeps ending Triton compilations (one within the last
+  /// min(kStillCompilingSeconds, limit / 4) s) is given up to the limit again;
+  /// one that stops compiling for that long first is stopped as a hang.
+  bool stillCompiling = false;
+  int referenceSeconds = 0;  ///< that stage's limit in s, when referenceTimedOut
+  bool stopped = false;      ///< killed because stopRequested() (Ctrl-C, SIGTERM)
 };
 
 /// A child's per-case watch: `inflightPath` holds the case in flight (the
@@ -153,9 +158,9 @@ std::string readStage(const std::string& path);
 /// limit that compiled a moment ago is still compiling or autotuning.
 double stageCompileAge(const std::string& path);
 
-/// A case past --case-timeout in the op's own stage whose last compilation
-/// ended less than this long ago (s; at most a quarter of the limit) is
-/// slow to compile, not hung: a health skip, not a finding.
+/// How recent (s; at most a quarter of the case limit) a case's last Triton
+/// compilation must be for it to count as still compiling
+/// (ChildResult::stillCompiling): slow, not hung, a health skip.
 constexpr int kStillCompilingSeconds = 60;
 
 /// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's

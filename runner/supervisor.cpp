@@ -272,9 +272,6 @@ class TargetProcesses {
     PropertyOutcome& o = *inCase;
     o.observations["limit_s"] = std::min(opts_.timeoutSeconds, 120);  // the reproducer's time limit
     const std::string inStage = readStage(stage());
-    const double compiledAgo = stageCompileAge(stage());
-    const int limit = r.caseTimedOut ? opts_.caseTimeoutSeconds : opts_.timeoutSeconds;
-    const double compilingWithin = std::min(kStillCompilingSeconds, limit / 4);
     if (inStage == "reference") {  // CPU ATen died, not the op under test: nothing judged
       o.status = "skip";
       o.reason =
@@ -285,17 +282,15 @@ class TargetProcesses {
       o.reason = "health: the stock path (the control: FlagGems off) ended the process (" + why +
                  ") on a generated case, before the op ran; the op was not judged";
       o.observations["crash_in"] = "control";
-    } else if ((r.timedOut || r.caseTimedOut) && inStage == "device" && compiledAgo >= 0 &&
-               compiledAgo < compilingWithin) {
-      // Still compiling or autotuning when the limit came (16 processes
+    } else if (r.stillCompiling) {
+      // Still compiling or autotuning at twice its limit (16 processes
       // compiling at once slow each other): slow, not hung; nothing judged.
       o.status = "skip";
-      o.reason = std::string("health: the op ran past ") + (r.caseTimedOut ? "--case-timeout" : "--timeout") + " (" +
-                 std::to_string(limit) +
-                 " s) on a generated case while Triton was still compiling its kernels (the last compilation " +
-                 "ended " + std::to_string(static_cast<int>(compiledAgo)) +
-                 " s before): a slow compile or autotune, not a hang; the op was not judged (run it alone, or with " +
-                 "a longer --case-timeout)";
+      o.reason = "health: the op ran past twice --case-timeout (" + std::to_string(opts_.caseTimeoutSeconds) +
+                 " s) on a generated case while Triton was still compiling its kernels (a compilation ended in the " +
+                 "last " + std::to_string(std::min(kStillCompilingSeconds, opts_.caseTimeoutSeconds / 4)) +
+                 " s): a slow compile or autotune, not a hang; the op was not judged (run it alone, or with a " +
+                 "longer --case-timeout)";
       o.observations["crash_in"] = "compiling";
     }
     dropProcessResult(doc);
@@ -393,10 +388,12 @@ SupervisorOptions shardOptions(const SupervisorOptions& opts, const Target& t, c
   shard.target.shardIndex = static_cast<int>(k);
   shard.target.shardCount = static_cast<int>(jobs);
   if (k == 0 && sel.properties.empty()) sel.properties = targetProperties(t);  // named, so that --op does not drop them
-  if (k > 0) {
-    if (sel.properties.empty())
-      for (const auto& id : targetProperties(t))
-        if (findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op) sel.properties.push_back(id);
+  if (k > 0) {  // the op properties only (of the selection's, where it names any)
+    std::vector<std::string> ops;
+    for (const auto& key : sel.properties.empty() ? targetProperties(t) : sel.properties)
+      if (const PropertyDef* d = findProperty(key.substr(0, key.find('/'))); d && d->scope == PropertyDef::Scope::Op)
+        ops.push_back(key);
+    sel.properties = ops;
     shard.quiet = true;  // one progress line: the first shard's
   }
   if (opts.target.precompileWorkers > 0) {  // --precompile N is the target's: N workers over all its processes
@@ -592,9 +589,11 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
         std::remove_if(ops.begin(), ops.end(),
                        [&](const std::string& o) { return std::find(only.begin(), only.end(), o) == only.end(); }),
         ops.end());
-  bool opProps = false;
-  for (const auto& id : targetProperties(t))
-    opProps |= findProperty(id) && findProperty(id)->scope == PropertyDef::Scope::Op;
+  bool opProps = false;  // an op property runs (of the selection's, where it names any)
+  const auto& named = opts.target.selection.properties;
+  for (const auto& key : named.empty() ? targetProperties(t) : named)
+    if (const PropertyDef* d = findProperty(key.substr(0, key.find('/'))); d && d->scope == PropertyDef::Scope::Op)
+      opProps = true;
   const size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(opts.jobs, 1)), ops.size());
   if (jobs <= 1 || !opProps)
     return TargetProcesses(opts, manifest, out, reproDir, planOf(manifest, opts.target.selection), shardEnv(opts, 0))
@@ -610,8 +609,16 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
     captures.push_back(capturePath(parts.back()));
   }
   // Which shard runs an op is known only once it claims it: the shards are
-  // held to the plan together, after the merge.
-  const auto plan = planOf(manifest, opts.target.selection);
+  // held to the plan together, after the merge; the plan is what the first
+  // shard (installer properties and ops) and the others (ops) were launched for.
+  auto plan = planOf(manifest, shards[0].target.selection);
+  if (const auto rest = planOf(manifest, shards[1].target.selection); plan && rest) {
+    std::set<std::string> have(plan->begin(), plan->end());
+    for (const auto& key : *rest)
+      if (have.insert(key).second) plan->push_back(key);
+  } else {
+    plan.reset();
+  }
   std::vector<std::thread> threads;
   for (size_t k = 0; k < jobs; ++k)
     threads.emplace_back([&, k]() {

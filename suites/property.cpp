@@ -694,7 +694,7 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
       out.observations["gave_up_first"] = {{"reason", gaveUp.reason}, {"discarded", discards.count}};
       last = {};
       discards = {};
-      held = dtypeRejected = 0;
+      held = dtypeRejected = judgedHere = 0;
       result = rc::detail::checkProperty(rc::detail::toProperty(body), md, params, shrink, replay);
       shrinkSeen = shrink.take(shrinkBudget);
       if (result.template is<rc::detail::GaveUpResult>() && dtypeRefused() && !run.dtype.empty()) return refused();

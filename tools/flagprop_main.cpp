@@ -423,10 +423,11 @@ int runTargetCommand(const Cli& cli) {
   const std::string reproDir = cli.reproDir;
   const std::string outPath = cli.out;
   // The document is written after a result that is not a pass, after one
-  // that lost the device (the process ends next), and else at most once a
+  // that lost the device (the process ends next) or was retried from the
+  // fallback after a crash, and else at most once a
   // second: it holds every result so far, so writing it after each of
-  // thousands of results costs time quadratic in their number (95 s of
-  // writing for 39 s of runs over every overload on the CPU). A process
+  // thousands of results costs time quadratic in their number (a 2.4 MB
+  // document 2,154 times over every overload on the CPU). A process
   // that dies loses at most the last second's passes besides the case in
   // flight, and the fresh process judges those again.
   auto lastWrite = std::make_shared<std::chrono::steady_clock::time_point>();
@@ -463,7 +464,11 @@ int runTargetCommand(const Cli& cli) {
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    if (o.status != "pass" || !s.deviceLost.empty() || now - *lastWrite >= std::chrono::seconds(1)) {
+    // (A pass after a retry from the fallback is written at once: the crash
+    // that started the retry is no longer in the document, so a pass lost
+    // with it would send a fresh process back to the crashing samples.)
+    if (o.status != "pass" || !s.deviceLost.empty() || o.observations.contains("retried_after") ||
+        now - *lastWrite >= std::chrono::seconds(1)) {
       writeTargetDocument(outPath, doc, key);
       *lastWrite = now;
     }

@@ -377,6 +377,12 @@ std::vector<std::string> shardEnv(const SupervisorOptions& opts, size_t i) {
   return e;
 }
 
+// Whether run key or property id `key` (P5, P5/OP/DTYPE) names an op property.
+bool isOpScoped(const std::string& key) {
+  const PropertyDef* d = findProperty(key.substr(0, key.find('/')));
+  return d && d->scope == PropertyDef::Scope::Op;
+}
+
 // The options of shard k of `jobs`: every shard plans the selection's ops
 // and claims them one by one in `claims` (TargetRunOptions::claimDir); the
 // installer properties run in the first shard only.
@@ -391,8 +397,7 @@ SupervisorOptions shardOptions(const SupervisorOptions& opts, const Target& t, c
   if (k > 0) {  // the op properties only (of the selection's, where it names any)
     std::vector<std::string> ops;
     for (const auto& key : sel.properties.empty() ? targetProperties(t) : sel.properties)
-      if (const PropertyDef* d = findProperty(key.substr(0, key.find('/'))); d && d->scope == PropertyDef::Scope::Op)
-        ops.push_back(key);
+      if (isOpScoped(key)) ops.push_back(key);
     sel.properties = ops;
     shard.quiet = true;  // one progress line: the first shard's
   }
@@ -591,9 +596,7 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
         ops.end());
   bool opProps = false;  // an op property runs (of the selection's, where it names any)
   const auto& named = opts.target.selection.properties;
-  for (const auto& key : named.empty() ? targetProperties(t) : named)
-    if (const PropertyDef* d = findProperty(key.substr(0, key.find('/'))); d && d->scope == PropertyDef::Scope::Op)
-      opProps = true;
+  for (const auto& key : named.empty() ? targetProperties(t) : named) opProps = opProps || isOpScoped(key);
   const size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(opts.jobs, 1)), ops.size());
   if (jobs <= 1 || !opProps)
     return TargetProcesses(opts, manifest, out, reproDir, planOf(manifest, opts.target.selection), shardEnv(opts, 0))

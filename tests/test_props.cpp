@@ -10,7 +10,6 @@
 #include <rapidcheck/gtest.h>
 
 #include <chrono>
-#include <thread>
 
 namespace flagprop {
 namespace {
@@ -167,22 +166,21 @@ TEST(Property, AFlakyDistinctFailureIsNotReportedAsOne) {
 // --run-time: past the run's limit no new case or shrink candidate is
 // judged once one case has been. A run that found no failure passes on the
 // cases that held and says how many of those asked for ran; one with a
-// failure keeps it, shrunk as far as it got. The first
-// judging of each run takes 1.05 s (steady clock), so a 1 s limit has
-// passed when it returns.
+// failure keeps it, shrunk as far as it got. The run's clock is given as
+// started 5 s ago (PropertyRun::clockStart, as the first run of an op and
+// dtype gives it to the others), so a 1 s limit is past from the start: no
+// waiting.
 TEST(Property, ARunTimeEndsTheSearchKeepingWhatItFound) {
   PropertyRun run = madeUpRun(5);
   // Size 100 from the first case on: a value with smaller ones to shrink to.
   run.generator =
       rc::gen::map(rc::gen::resize(100, rc::gen::inRange(1000, 1000000)), [](int n) { return Case{json(n)}; });
+  run.clockStart = []() { return std::chrono::steady_clock::now() - std::chrono::seconds(5); };
   int judgings = 0;
   bool failing = false;
   json first;
   run.judge = [&](const Case& c) {
-    if (judgings++ == 0) {
-      first = c.value;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1050));
-    }
+    if (judgings++ == 0) first = c.value;
     return json{{"pass", !failing}, {"reason", "wrong"}};
   };
   RunOptions opts;
@@ -212,16 +210,13 @@ TEST(Property, ARunTimeEndsTheSearchKeepingWhatItFound) {
   const PropertyOutcome one = runProperty(run, opts);
   EXPECT_EQ(one.status, "pass") << one.reason;
   EXPECT_EQ(judgings, 2);
-  // The runs of one op and dtype share a clock: a run whose clock started
-  // (with another run) long enough ago judges one case and stops.
-  opts.runSeconds = 1;
-  run.clockStart = []() { return std::chrono::steady_clock::now() - std::chrono::seconds(5); };
-  judgings = 1;
-  EXPECT_EQ(runProperty(run, opts).casesRun, 1);
+  // A clock started now, with a limit not yet reached, judges every case asked for.
+  opts.runSeconds = 3600;
   run.clockStart = nullptr;
+  EXPECT_EQ(runProperty(run, opts).casesRun, 5);
   opts.runSeconds = -1;
   failing = false;
-  judgings = 1;  // no sleep: without a limit every case asked for is judged
+  judgings = 1;  // without a limit every case asked for is judged
   EXPECT_EQ(runProperty(run, opts).casesRun, 5);
 }
 

@@ -34,9 +34,10 @@
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
 #          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
-#   all-ops-rest  after all-ops (this OUTDIR): the same run continued (--continue) from $OUTDIR/all's
-#          report into $OUTDIR/all-rest, for the overloads its --budget left not run, within --budget
-#          $FLAGPROP_BUDGET s; the merged report's coverage table
+#   all-ops-rest  after all-ops (this OUTDIR): the same run continued (--continue) from the report in
+#          $OUTDIR/$FLAGPROP_FROM (default all) into $OUTDIR/$FLAGPROP_INTO (default all-rest), for the
+#          overloads its --budget left not run, within --budget $FLAGPROP_BUDGET s; the merged report's
+#          coverage table. A third sitting: FLAGPROP_FROM=all-rest FLAGPROP_INTO=all-rest2
 #   sandbox-cost  the sandbox's cost per case on the CPU mocks and with FlagGems (and Triton) imported
 #   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
 #          py-spy wheel); prints the top functions (bench/pyspy_top.py)
@@ -207,15 +208,17 @@ for MODE in "$@"; do
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
       tail -4 "$OUTDIR/all.log"
       $PY matrix/coverage.py "$OUTDIR/all" ;;
-    all-ops-rest)  # all-ops continued from $OUTDIR/all into $OUTDIR/all-rest (one run in two sittings)
+    all-ops-rest)  # all-ops continued (--continue) from $OUTDIR/$FLAGPROP_FROM (default all) into
+      # $OUTDIR/$FLAGPROP_INTO (default all-rest): one run in several sittings
       t0=$SECONDS
+      from=${FLAGPROP_FROM:-all} into=${FLAGPROP_INTO:-all-rest}
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --continue "$OUTDIR/all" \
+        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --continue "$OUTDIR/$from" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json \
-        --report-dir "$OUTDIR/all-rest" >"$OUTDIR/all-rest.log" 2>&1
-      echo "== all-ops-rest: exit $? in $((SECONDS - t0)) s"
-      tail -4 "$OUTDIR/all-rest.log"
-      $PY matrix/coverage.py "$OUTDIR/all-rest" ;;
+        --report-dir "$OUTDIR/$into" >"$OUTDIR/$into.log" 2>&1
+      echo "== all-ops-rest: exit $? in $((SECONDS - t0)) s ($from into $into)"
+      tail -4 "$OUTDIR/$into.log"
+      $PY matrix/coverage.py "$OUTDIR/$into" ;;
     sandbox-cost)  # the sandbox's cost per case with FlagGems and Triton loaded (flagprop_bench)
       FLAGPROP_BENCH_IMPORT=flag_gems PYTHONPATH=$ROOT/.targets/FlagGems/src:$PYTHONPATH ./build-gpu/flagprop_bench 100 \
         2>&1 | grep -E "^harness" | tee "$OUTDIR/sandbox-cost.txt" ;;

@@ -379,6 +379,42 @@ res += [findings(err, expanded, True, writes=()), findings("RuntimeError: boom",
   EXPECT_EQ(toJson(scope["res"]), json({{0, 0, 1}, {0, 0, 1}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}}));
 }
 
+// P6 compares an input's layout after the call as PyTorch's reference checks
+// do: a stride of a size-1 dimension, or any stride or offset of an empty
+// tensor, addresses no element and is no finding (FlagGems' unsqueeze_ gives
+// the new size-1 dimension another stride than ATen); a stride of a longer
+// dimension, a storage offset or a shape that differs is one.
+TEST(Verdicts, AStrideThatAddressesNoElementIsNoLayoutFinding) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  py::exec(R"(
+import torch
+from flagprop import verdicts
+
+def findings(after, relaid):
+    base = torch.zeros(8)
+    t = base.as_strided(*after)
+    snap = {"tensor": t, "shape": [1, 1, 2, 1], "strides": [4, 4, 2, 1], "offset": 1, "version": t._version,
+            "storage": verdicts.storage_of(t).clone()}
+    out = []
+    verdicts._check_inputs({"inputs": [snap]}, "call 0", out, (0,), [relaid])
+    return len(out)
+
+aten = [[1, 1, 2, 1], [4, 4, 2, 1], 1]
+res = [findings(([1, 1, 2, 1], [4, 4, 2, 2], 1), aten),   # a size-1 dimension's stride: the same elements
+       findings(([1, 1, 2, 1], [9, 1, 2, 7], 1), aten),   # every size-1 stride differs: the same elements
+       findings(([1, 1, 2, 1], [4, 4, 1, 1], 1), aten),   # the size-2 dimension's stride: other elements
+       findings(([1, 1, 2, 1], [4, 4, 2, 1], 2), aten),   # the storage offset
+       findings(([1, 2, 1, 1], [4, 2, 2, 1], 1), aten),   # the shape
+       findings(([0, 3], [1, 5], 0), [[0, 3], [3, 1], 2])]  # an empty tensor addresses nothing
+same = [verdicts.same_layout_meta([[2, 1], [1, 5], 0], [[2, 1], [1, 1], 0]),
+        verdicts.same_layout_meta([[2, 3], [1, 2], 0], [[2, 3], [3, 1], 0])]
+)",
+           scope);
+  EXPECT_EQ(toJson(scope["res"]), json({0, 0, 1, 1, 1, 0}));
+  EXPECT_EQ(toJson(scope["same"]), json({true, false}));
+}
+
 // The judging of in-place and view ops has teeth: an in-place op that
 // returns a copy of self and a view op that returns a copy are caught, the
 // correct ones pass.

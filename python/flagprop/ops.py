@@ -506,7 +506,8 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
                                  "(unchecked arguments: it reads memory it does not own)")
         aliases = [_aliases(o, own) for o in same]
         shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
-        relaid = [None if _layout_of(a) == _layout_of(b) else _layout_of(a) for a, b in zip(own, cpu)]
+        relaid = [None if verdicts.same_layout_meta(_layout_of(a), _layout_of(b)) else _layout_of(a)
+                  for a, b in zip(own, cpu)]
         writes = [j for j, (a, b) in enumerate(zip(own, cpu)) if _values_changed(a, b)]
         same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
         if shapes_from is None or len(shapes_from) != len(same):

@@ -58,7 +58,7 @@ void installerProperties(TargetSession& s, int cases) {
 void harnessCost(TargetSession& s, int cases) {
   py::gil_scoped_acquire gil;
   const int n = cases * 3;
-  const py::module_ session = pyImport("flagprop.session");
+  const py::module_ session = pyImport("flagprop.engine.session");
   const py::object target = fromJson(s.targetJson());
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) Sandbox sb;

@@ -97,7 +97,7 @@ ALPHAS = [1, 2, -1, 0.5, 1.0]
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 #: rtol per dtype and atol: FlagGems' figures (its tests/accuracy_utils.py), flagprop's own.
-from flagprop.verdicts import POINTWISE_ATOL as ATOL, RESOLUTION as RTOL  # noqa: E402
+from flagprop.judging.verdicts import POINTWISE_ATOL as ATOL, RESOLUTION as RTOL  # noqa: E402
 
 
 def _hypothesis_tests(device, dtype_name, cases):
@@ -290,11 +290,11 @@ def _hypothesis_tests(device, dtype_name, cases):
 def enable_flag_gems(src, ops):
     """Registers FlagGems' kernels for ``ops`` (ATen overload names) exactly
     as flagprop's ``{"ops": {"enable": "flag_gems"}}`` targets do, with
-    flagprop's own ``flagprop.ops.setup``, ``src`` (a FlagGems ``src/``
+    flagprop's own ``flagprop.engine.ops.setup``, ``src`` (a FlagGems ``src/``
     folder) first on sys.path. Returns the op names enabled. Raises
     ImportError when flag_gems does not import."""
     sys.path.insert(0, os.path.abspath(src))
-    from flagprop import ops as flagprop_ops  # the library stays alive in flagprop.ops
+    from flagprop.engine import ops as flagprop_ops  # the library stays alive in flagprop.engine.ops
     return flagprop_ops.setup({"ops": {"kind": "aten", "enable": "flag_gems"}}, ops)["enabled"]
 
 

@@ -4,9 +4,9 @@
 // catalog/catalog.cpp and it gets P5, P6, report rows and reproducers.
 //
 // The CPU reference is always the named ATen overload itself, called
-// through the dispatcher on CPU copies of the inputs (flagprop.ops.reference);
+// through the dispatcher on CPU copies of the inputs (flagprop.engine.ops.reference);
 // how its outputs are compared is the entry's judging spec, evaluated by
-// flagprop.verdicts (tolerance rules and output kinds).
+// flagprop.judging.verdicts (tolerance rules and output kinds).
 #pragma once
 
 #include "catalog/samplers.h"
@@ -27,7 +27,7 @@ extern const std::vector<std::string> kAllDtypes;
 /// float32, float16, bfloat16, int32, int64, bool.
 extern const std::vector<std::string> kSchemaDefaultDtypes;
 
-/// Tolerance rules (flagprop.verdicts.tolerance documents each).
+/// Tolerance rules (flagprop.judging.verdicts.tolerance documents each).
 namespace tol {
 json pointwise();             ///< rtol by dtype (FlagGems' RESOLUTION), atol 1e-4
 json exact();                 ///< identical values (NaN positions still compare as positions)
@@ -36,7 +36,7 @@ json scan(int dimArg);        ///< atol 1e-4 * sqrt(length of the scanned dim in
 json normalization();         ///< rtol max(RESOLUTION, 1e-5), atol 1e-4
 }  // namespace tol
 
-/// How an output is judged (flagprop.verdicts.op_findings).
+/// How an output is judged (flagprop.judging.verdicts.op_findings).
 namespace out {
 json values();  ///< against the reference within the tolerance (the default)
 /// Indices into input `input` along the dim in argument `dimArg` (None: the
@@ -64,7 +64,7 @@ json freeOutputs(const std::string& name);
 }  // namespace out
 
 /// How a catalog op's outputs are judged: the case's `judging` as
-/// flagprop.verdicts reads it (docs/catalog.md). Written as JSON with
+/// flagprop.judging.verdicts reads it (docs/catalog.md). Written as JSON with
 /// upcast, tolerance and outputs always, the rest only where set.
 struct Judging {
   bool upcast = true;                 ///< floating inputs of the reference in float64

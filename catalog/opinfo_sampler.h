@@ -1,5 +1,5 @@
 // A sampler over recorded valid samples: the calls PyTorch's OpInfo
-// samples make of one ATen overload (flagprop.opinfo's bank), for the ops
+// samples make of one ATen overload (flagprop.engine.opinfo's bank), for the ops
 // whose schema cannot say what a valid input is (matrix products,
 // convolutions, losses, pooling). The samples fix the shapes and the
 // arguments; flagprop lays every tensor out its own way and draws the
@@ -13,7 +13,7 @@
 
 namespace flagprop {
 
-/// How many of `samples` (a JSON array of flagprop.opinfo bank samples:
+/// How many of `samples` (a JSON array of flagprop.engine.opinfo bank samples:
 /// {"tensors": [{"shape", "dtype": "run" | a dtype name, "data"?}], "args",
 /// "kwargs"}) have every tensor within `maxElements` elements.
 size_t fittingSamples(const json& samples, int64_t maxElements);

@@ -38,7 +38,7 @@
 //   T? and defaults   None / the default in a third of the calls
 //   Generator?, Layout?, MemoryFormat?, ScalarType?: the default (None)
 //
-// out= arguments are placeholders {"$out": j} that flagprop.ops turns into
+// out= arguments are placeholders {"$out": j} that flagprop.engine.ops turns into
 // empty tensors of the dtypes the functional overload returns (ATen resizes
 // them).
 #include "catalog/schema_ops.h"

@@ -1,4 +1,4 @@
-# Tests of report.html and the bug-report drafts (python/flagprop/htmlreport.py
+# Tests of report.html and the bug-report drafts (python/flagprop/reporting/htmlreport.py
 # and drafts.py), label "cpu". Included from the top-level CMakeLists.txt, which
 # sets FLAGPROP_SOURCE_DIR_FOR_TESTS and the `flagprop` target.
 #

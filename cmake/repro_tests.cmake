@@ -1,5 +1,5 @@
 # Tests of the standalone reproducers (labels cpu-unit, cpu-teeth, cpu-e2e in turn):
-#   repro_slim            flagprop.slim, which cuts flagprop's Python code down
+#   repro_slim            flagprop.tools.slim, which cuts flagprop's Python code down
 #                         to what a reproducer's case runs (unit tests);
 #   repro_checker_teeth   the end-to-end checks below catch a reproducer that is
 #                         too large, holds an absolute path or exits wrongly;

@@ -29,7 +29,7 @@ std::vector<std::string> pythonFolders();
 /// manifests): `fixtures/`, or $FLAGPROP_FIXTURES.
 std::string fixturesDir();
 
-/// Imports the Python module `name` (e.g. "flagprop.verdicts",
+/// Imports the Python module `name` (e.g. "flagprop.judging.verdicts",
 /// "flagprop_mocks"); cached for the process. Throws py::error_already_set
 /// on import failure. Requires the GIL.
 py::module_ pyImport(const std::string& name);

@@ -2,7 +2,7 @@
 // RapidCheck generators.
 //
 // Plain values: the generators build them, the suites hand their JSON form
-// to Python (flagprop.session reads it), reports record it as the
+// to Python (flagprop.engine.session reads it), reports record it as the
 // counterexample and RapidCheck prints it through showValue. A mock spec is
 // JSON checked against the one mock spec schema,
 // mocks/flagprop_mocks/spec.py (SPEC_SCHEMA).
@@ -44,7 +44,7 @@ struct ArgValue {
   bool flag = false;
   std::string text;
   // Tensor: `numel` elements `offset` elements into a fresh 1-D storage
-  // (flagprop.launch.make_tensor builds it).
+  // (flagprop.engine.launch.make_tensor builds it).
   std::string dtype = "float32";
   int64_t numel = 4;
   int64_t offset = 0;
@@ -77,7 +77,7 @@ struct LaunchCase {
 };
 
 /// JSON forms: what reports record as the counterexample and what
-/// flagprop.session receives (key_case_json, launch_case_json,
+/// flagprop.engine.session receives (key_case_json, launch_case_json,
 /// install_case).
 json toJson(const Gates& g);
 json toJson(const InstallCase& c);

@@ -2,7 +2,7 @@
 //
 // A TensorLayout says how to rebuild one input exactly: a 1-D storage of
 // `storage` elements whose values come from `seed` and the value kind
-// (python/flagprop/ops.py, `make_storage` / `build_cpu`, is the one builder,
+// (python/flagprop/engine/ops.py, `make_storage` / `build_cpu`, is the one builder,
 // used by the suites and the reproducers), viewed with `shape`, `strides`
 // and `offset`.
 #pragma once
@@ -33,7 +33,7 @@ struct TensorLayout {
   std::string how = "contiguous";  ///< how the layout was made: contiguous, or any of permuted / sliced / expanded /
                                    ///< offset joined by '+'
   uint64_t seed = 0;               ///< values of the storage
-  /// Value kind (flagprop.ops.make_storage): normal (N(0, 1); ints in
+  /// Value kind (flagprop.engine.ops.make_storage): normal (N(0, 1); ints in
   /// [-8, 8]) | grid (multiples of 0.5 in [-4, 4]) | positive | nonzero |
   /// unique | sorted (along the view's last dim) | index (ints in [0, high)) |
   /// given (`data`, copied into the view: a valid sample's own values).

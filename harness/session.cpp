@@ -50,13 +50,14 @@ void TargetSession::checkVersions() {
 TargetSession::TargetSession(Target t, bool unverified) : target_(std::move(t)), allowUnverified_(unverified) {
   ensureInterpreter();
   py::gil_scoped_acquire gil;
-  pyImport("flagprop.checks").attr("baseline")();  // before any code under test loads (flagprop.checks.tampered)
+  pyImport("flagprop.judging.checks")
+      .attr("baseline")();  // before any code under test loads (flagprop.judging.checks.tampered)
   targetJson_ = target_.toJson();
   pyTarget_ = fromJson(targetJson_);
   checkHashes();
   checkDevice();
   dryLoad();
-  const py::module_ session = pyImport("flagprop.session");
+  const py::module_ session = pyImport("flagprop.engine.session");
   provenance_["versions"] = toJson(session.attr("versions")());
   if (target_.pin) provenance_["pin"] = target_.pin->toJson();
   checkVersions();
@@ -80,7 +81,7 @@ void TargetSession::checkHashes() {
   std::string libentry;
   try {
     if (target_.flagGems.kind == "source")
-      pyImport("flagprop.loader").attr("add_flag_gems_source")(target_.flagGems.path);
+      pyImport("flagprop.engine.loader").attr("add_flag_gems_source")(target_.flagGems.path);
     py::module_ le = py::module_::import("flag_gems.utils.libentry");
     libentry = py::str(le.attr("__file__")).cast<std::string>();
   } catch (const py::error_already_set& e) {
@@ -113,7 +114,7 @@ void TargetSession::dryLoad() {
   // A missing installer function, a module that does not load or an op
   // module that is not Python is one target error, not one per case.
   const std::string& origin = target_.manifestPath;
-  const py::module_ session = pyImport("flagprop.session");
+  const py::module_ session = pyImport("flagprop.engine.session");
   const py::object gates = fromJson(toJson(target_.defaultGates()));
   if (target_.flagGems.kind == "mock") {
     try {
@@ -136,7 +137,7 @@ void TargetSession::dryLoad() {
   if (target_.ops.kind == "module") {
     Sandbox sb;
     try {
-      pyImport("flagprop.ops").attr("load_module")(pyTarget_);
+      pyImport("flagprop.engine.ops").attr("load_module")(pyTarget_);
     } catch (const py::error_already_set& e) {
       throw ManifestError(origin + ": ops.path " + target_.ops.path + " does not load as Python (" + describe(e) + ")");
     }
@@ -157,7 +158,7 @@ void TargetSession::dryLoad() {
 
 bool TargetSession::gatesOpen(const Gates& g) const {
   py::gil_scoped_acquire gil;
-  return pyImport("flagprop.verdicts")
+  return pyImport("flagprop.judging.verdicts")
       .attr("gates_open")(fromJson(toJson(g)), fromJson(target_.gateBuilds))
       .cast<bool>();
 }
@@ -172,14 +173,14 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     Sandbox sb;
     const auto s1 = std::chrono::steady_clock::now();
     const py::object k = py::str(kind), c = fromJson(caseJson), j = fromJson(judging);
-    py::object seen = pyImport("flagprop.checks").attr("observe")(k, pyTarget_, c, j);
+    py::object seen = pyImport("flagprop.judging.checks").attr("observe")(k, pyTarget_, c, j);
     const auto s2 = std::chrono::steady_clock::now();
     sb.restore();
     sandboxUs = std::chrono::duration<double, std::micro>((s1 - s0) + (std::chrono::steady_clock::now() - s2)).count();
     // Judged only now: whatever the code under test rebound (torch.equal,
-    // flagprop.verdicts, a Tensor method) is back as it was before the case;
+    // flagprop.judging.verdicts, a Tensor method) is back as it was before the case;
     // what a restore cannot undo makes the judging untrustworthy (an error).
-    const py::module_ checks = pyImport("flagprop.checks");
+    const py::module_ checks = pyImport("flagprop.judging.checks");
     const py::object op = caseJson.is_object() && caseJson.contains("op")
                               ? py::object(py::str(caseJson.value("op", "")))
                               : py::object(py::none());
@@ -205,13 +206,13 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
 
 json TargetSession::opinfoSamples(const std::string& name) {
   py::gil_scoped_acquire gil;
-  return json::parse(pyImport("flagprop.opinfo").attr("samples")(name).cast<std::string>());
+  return json::parse(pyImport("flagprop.engine.opinfo").attr("samples")(name).cast<std::string>());
 }
 
 json TargetSession::setupOps(const std::vector<std::string>& opNames) {
   py::gil_scoped_acquire gil;
   try {
-    return toJson(pyImport("flagprop.ops").attr("setup")(pyTarget_, opNames));
+    return toJson(pyImport("flagprop.engine.ops").attr("setup")(pyTarget_, opNames));
   } catch (const py::error_already_set& e) {
     throw ManifestError(target_.manifestPath + ": setting up the op under test failed (" + describe(e) + ")");
   }

@@ -34,11 +34,11 @@ class __attribute__((visibility("hidden"))) TargetSession {
   const json& targetJson() const { return targetJson_; }
   /// Provenance: versions, hashes actually seen, device, claims.
   const json& provenance() const { return provenance_; }
-  /// Whether the installer's gates are open for `g` (flagprop.verdicts.gates_open).
+  /// Whether the installer's gates are open for `g` (flagprop.judging.verdicts.gates_open).
   bool gatesOpen(const Gates& g) const;
 
-  /// Observes one case (flagprop.checks.observe) in a fresh Sandbox and
-  /// judges it (flagprop.checks.judge) once the sandbox is restored, so that
+  /// Observes one case (flagprop.judging.checks.observe) in a fresh Sandbox and
+  /// judges it (flagprop.judging.checks.judge) once the sandbox is restored, so that
   /// nothing the code under test rebinds reaches its verdict: `kind` install
   /// | install2 | launch | key | op | hits | streams | timing, `caseJson` the
   /// case's JSON form, `judging` the catalog entry's judging spec (op).
@@ -47,13 +47,13 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// Python errors propagate as py::error_already_set.
   json check(const std::string& kind, const json& caseJson, const json& judging = nullptr);
 
-  /// Sets up the op under test once per process (flagprop.ops.setup):
+  /// Sets up the op under test once per process (flagprop.engine.ops.setup):
   /// FlagGems' kernels registered where the target asks, the Triton compile
   /// counter. Returns setup's JSON. Throws ManifestError naming the target.
   json setupOps(const std::vector<std::string>& opNames);
 
   /// The OpInfo bank's samples of ATen overload `name`
-  /// (flagprop.opinfo.samples: built on first use in a fresh interpreter,
+  /// (flagprop.engine.opinfo.samples: built on first use in a fresh interpreter,
   /// then read from its cache file): {"samples": [...]} or {"samples": [],
   /// "why": "..."} when there are none. Python errors propagate as
   /// py::error_already_set.
@@ -65,7 +65,7 @@ class __attribute__((visibility("hidden"))) TargetSession {
   std::string deviceLost;
 
   /// Threads and child processes the code under test started in a case and
-  /// left running (flagprop.checks' `left_running`), each listed once: a
+  /// left running (flagprop.judging.checks' `left_running`), each listed once: a
   /// JSON array of {"kind": "thread", "name", "daemon"} or {"kind":
   /// "process", "pid", "command"}, in the order first seen.
   const json& leftRunning() const { return leftRunning_; }

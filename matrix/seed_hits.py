@@ -16,7 +16,8 @@ import sys
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [os.path.join(root, "python"), os.path.join(root, "mocks")]
 
-from flagprop import hits, loader, ops  # noqa: E402
+from flagprop.observers import hits  # noqa: E402
+from flagprop.engine import loader, ops  # noqa: E402
 
 
 def main(flagprop, report_path, name):

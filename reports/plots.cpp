@@ -14,7 +14,7 @@ std::string writeAbPlot(const std::string& dir, const std::string& targetName, c
   const std::string path = (fs::path(dir) / ("ab_" + id + ".png")).string();
   ensureInterpreter();
   py::gil_scoped_acquire gil;
-  pyImport("flagprop.plots")
+  pyImport("flagprop.reporting.plots")
       .attr("ab_plot")(fromJson(outcome.observations.at("timing")), path,
                        "P9 " + outcome.op + " " + outcome.dtype + " on " + targetName);
   return path;

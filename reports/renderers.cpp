@@ -114,11 +114,11 @@ std::string renderWithPython(const std::string& dir, const std::vector<std::stri
   std::string folders, script;
   for (const auto& f : pythonFolders()) {
     folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();
-    if (script.empty() && fs::is_regular_file(fs::path(f) / "flagprop" / "render.py"))
-      script = fs::absolute(fs::path(f) / "flagprop" / "render.py").string();
+    if (script.empty() && fs::is_regular_file(fs::path(f) / "flagprop" / "reporting" / "render.py"))
+      script = fs::absolute(fs::path(f) / "flagprop" / "reporting" / "render.py").string();
   }
-  if (script.empty()) return "flagprop/render.py is in none of flagprop's Python folders (" + folders + ")";
-  // -I: the user's environment and site packages play no part; flagprop.render
+  if (script.empty()) return "flagprop/reporting/render.py is in none of flagprop's Python folders (" + folders + ")";
+  // -I: the user's environment and site packages play no part; flagprop.reporting.render
   // puts `folders` (one a line) on its path itself.
   std::vector<std::string> argv = {FLAGPROP_PYTHON_EXE, "-I", "-B", script, fs::absolute(dir).string(), folders};
   argv.insert(argv.end(), names.begin(), names.end());

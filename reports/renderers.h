@@ -24,7 +24,7 @@ struct ReportFormat {
   /// line each (none: all written). renderReport turns an exception it
   /// throws into such a line.
   std::function<std::vector<std::string>(const json& report, const std::string& dir, std::ostream& console)> write;
-  /// Written by flagprop.render (python/flagprop/render.py) from the
+  /// Written by flagprop.reporting.render (python/flagprop/reporting/render.py) from the
   /// report.json the "json" format wrote, in one child Python for all such
   /// formats; `write` is empty then.
   bool python = false;
@@ -48,7 +48,7 @@ std::vector<std::string> renderReport(const json& report, const std::string& dir
                                       std::ostream& console);
 
 /// Runs the Python formats `names` (e.g. {"html"}, {"drafts"}) on the
-/// report.json in `dir` in a plain child Python (flagprop.render: neither
+/// report.json in `dir` in a plain child Python (flagprop.reporting.render: neither
 /// torch nor flagprop's interpreter is started). Returns "" and sets
 /// `written` (when given) to the paths written, one a line; else what
 /// failed, one line.

@@ -168,52 +168,64 @@ std::string findIn(const std::vector<std::string>& folders, const std::string& r
 // The packages a reproducer embeds.
 const char* kPackages[] = {"flagprop_mocks", "flagprop"};
 
-// flagprop.slim's request for a reproducer of check kind `kind`: the
+// flagprop.tools.slim's request for a reproducer of check kind `kind`: the
 // functions the template (reproducer.py.in) calls (observe and judge through
 // check, which calls both with its `kind`), `kind` bound for check and
 // describe so that only its branches are followed, and the table's budget.
 json sliceRequest(const std::string& kind, size_t budget) {
-  json entries = {"flagprop.checks:check", "flagprop.checks:describe", "flagprop.checks:verdict_of"};
+  json entries = {"flagprop.judging.checks:check", "flagprop.judging.checks:describe",
+                  "flagprop.judging.checks:verdict_of"};
   if (kind == "op") {
-    entries.push_back("flagprop.ops:setup");
-    entries.push_back("flagprop.ops:build_cpu");
-    entries.push_back("flagprop.checks:describe_values");
+    entries.push_back("flagprop.engine.ops:setup");
+    entries.push_back("flagprop.engine.ops:build_cpu");
+    entries.push_back("flagprop.judging.checks:describe_values");
   }
   json folders = json::array();
   for (const auto& f : pythonFolders()) folders.push_back(fs::absolute(f).string());
-  return {{"folders", folders},
-          {"packages", kPackages},
-          {"entries", entries},
-          {"bindings", {{"flagprop.checks:check", {{"kind", kind}}}, {"flagprop.checks:describe", {{"kind", kind}}}}},
-          {"budget", budget}};
+  return {
+      {"folders", folders},
+      {"packages", kPackages},
+      {"entries", entries},
+      {"bindings",
+       {{"flagprop.judging.checks:check", {{"kind", kind}}}, {"flagprop.judging.checks:describe", {{"kind", kind}}}}},
+      {"budget", budget}};
 }
 
-// Last resort when flagprop.slim cannot run: every module whole, as escaped
-// string literals.
+// The module table entries of package `name` in folder `root` and of its
+// subpackages (folders holding an __init__.py), whole, as escaped string
+// literals; the reproducer imports them on demand, in any order.
+void appendPackage(const std::string& name, const fs::path& root, std::string& out) {
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(root)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  for (const auto& p : entries) {
+    if (p.extension() == ".py" && p.filename() != "__init__.py")
+      out +=
+          "_MODULES.append((" + pyString(name + "." + p.stem().string()) + ", False, " + pyString(readFile(p)) + "))\n";
+    else if (fs::is_regular_file(p / "__init__.py"))
+      appendPackage(name + "." + p.filename().string(), p, out);
+  }
+  out += "_MODULES.append((" + pyString(name) + ", True, " + pyString(readFile(root / "__init__.py")) + "))\n";
+}
+
+// Last resort when flagprop.tools.slim cannot run: every module whole.
 std::string wholeModulesTable() {
   const auto folders = pythonFolders();
   std::string out = "_MODULES = []\n";
   for (const char* pkg : kPackages) {
     const std::string init = findIn(folders, std::string(pkg) + "/__init__.py");
     if (init.empty()) throw FileError(std::string("no ") + pkg + "/__init__.py in flagprop's Python folders");
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(fs::path(init).parent_path()))
-      if (e.path().extension() == ".py" && e.path().filename() != "__init__.py") files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());  // the reproducer imports them on demand: any order
-    for (const auto& f : files)
-      out += "_MODULES.append((" + pyString(std::string(pkg) + "." + fs::path(f).stem().string()) + ", False, " +
-             pyString(readFile(f)) + "))\n";
-    out += "_MODULES.append((" + pyString(pkg) + ", True, " + pyString(readFile(init)) + "))\n";
+    appendPackage(pkg, fs::path(init).parent_path(), out);
   }
   return out + "_PACKED = \"\"\n";
 }
 
 std::atomic<unsigned> gSliceCount{0};
 
-// The module table (flagprop.slim's render) for a reproducer of `kind`
+// The module table (flagprop.tools.slim's render) for a reproducer of `kind`
 // within `budget` bytes; `note` says what was embedded and how.
 std::string sliceModules(const std::string& kind, size_t budget, std::string& note) {
-  const std::string slim = findIn(pythonFolders(), "flagprop/slim.py");
+  const std::string slim = findIn(pythonFolders(), "flagprop/tools/slim.py");
   const std::string stem =
       (fs::temp_directory_path() / ("flagprop-slim-" + std::to_string(getpid()) + "-" + std::to_string(gSliceCount++)))
           .string();
@@ -221,7 +233,7 @@ std::string sliceModules(const std::string& kind, size_t budget, std::string& no
   std::string why;
   json answer;
   if (slim.empty()) {
-    why = "flagprop/slim.py is not in flagprop's Python folders";
+    why = "flagprop/tools/slim.py is not in flagprop's Python folders";
   } else {
     writeText(req, sliceRequest(kind, budget).dump());
     const ChildResult r =
@@ -233,7 +245,7 @@ std::string sliceModules(const std::string& kind, size_t budget, std::string& no
     }
     if (rc != 0 || !answer.is_object() || !answer.value("ok", false)) {
       why = answer.is_object() && answer.contains("error") ? answer["error"].get<std::string>()
-                                                           : "flagprop.slim exited with " + std::to_string(rc);
+                                                           : "flagprop.tools.slim exited with " + std::to_string(rc);
       try {
         const std::string text = readFile(log);
         if (!text.empty()) why += ": " + text.substr(text.rfind('\n', text.size() - 2) + 1);
@@ -286,7 +298,7 @@ std::string moduleTable(const std::string& kind, size_t budget, std::string& not
   return table;
 }
 
-// An op case's input tensors as flagprop.ops.build_cpu makes them from their
+// An op case's input tensors as flagprop.engine.ops.build_cpu makes them from their
 // layouts, where this process has flagprop's interpreter running (the
 // target's own process; not the parent that records a crash): {"call.input":
 // repr of the values, or "(N elements)" beyond `limit`}, or null.
@@ -294,7 +306,7 @@ json inputValues(const json& kaseIn, size_t limit = 16) {
   if (!Py_IsInitialized() || !kaseIn.is_object() || !kaseIn.contains("calls")) return nullptr;
   try {
     py::gil_scoped_acquire gil;
-    const py::object build = pyImport("flagprop.ops").attr("build_cpu");
+    const py::object build = pyImport("flagprop.engine.ops").attr("build_cpu");
     json out = json::object();
     size_t k = 0;
     for (const auto& call : kaseIn.at("calls")) {
@@ -414,7 +426,7 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   head += "TARGET_NAME = " + pyString(name) + "\n";
   head += "KEY = " + pyString(outcome.key()) + "\n";
   head += "PROPERTY = " + pyString(outcome.property) + "\n";
-  head += "KIND = " + pyString(outcome.checkKind) + "  # flagprop.checks' kind\n";
+  head += "KIND = " + pyString(outcome.checkKind) + "  # flagprop.judging.checks' kind\n";
   head += "REASON = " + pyString(reason) + "\n";
   head += "CRASH = " + pyString(display(obs.value("crash", std::string()), roots)) +
           "  # the case ended the suite's process: it runs in a child process\n";
@@ -423,7 +435,7 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   head += "VERSIONS = " + pyLiteral(provenance.value("versions", json::object())) + "\n";
   head += "INSTALLER_SHA256 = " + pyString(provenance.value("installer_sha256", std::string())) + "\n";
   head += "OPS_SHA256 = " + pyString(provenance.value("ops_sha256", std::string())) + "\n";
-  head += "# The case (shrunk), as flagprop.checks.check takes it.\n";
+  head += "# The case (shrunk), as flagprop.judging.checks.check takes it.\n";
   head += "CASE = " + pyLiteral(roots.data(outcome.counterexample)) + "\n";
   head += "JUDGING = " + pyLiteral(roots.data(outcome.judging)) + "\n";
   if (outcome.checkKind == "op") {

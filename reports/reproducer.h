@@ -10,7 +10,7 @@ namespace flagprop {
 /// Writes `<dir>/repro_<target>_<run key>_<n>.py`: a script that rebuilds
 /// the shrunk case of `outcome` under the python3 that has torch (no
 /// flagprop needed) and judges it with the very functions the suite used
-/// (flagprop.checks).
+/// (flagprop.judging.checks).
 ///
 /// What it holds: the case and the target as Python literals; the code
 /// under test's paths as variables at the top (INSTALLER_PATH, OPS_PATH,
@@ -18,7 +18,7 @@ namespace flagprop {
 /// checkout and "{HERE}/..." for one inside the report folder, so that no
 /// absolute path of this machine is written except a code-under-test path
 /// outside both; and of flagprop's Python code only what the case's check
-/// kind reaches (python/flagprop/slim.py, run with FLAGPROP_PYTHON_EXE -I -S,
+/// kind reaches (python/flagprop/tools/slim.py, run with FLAGPROP_PYTHON_EXE -I -S,
 /// docstrings removed), readable, with the machinery packed (zlib, base85)
 /// where the file would otherwise exceed about 40 KB. If that cutting-down
 /// fails, the whole modules are embedded instead (larger, never wrong) and

@@ -79,8 +79,8 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
         const std::string base = (dir / ("worker-" + std::to_string(k))).string();
         ::unlink((base + ".json.inflight").c_str());
         who.push_back(k);
-        specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.precompile", job, std::to_string(k), std::to_string(n),
-                          base + ".json", std::to_string(skip[k])},
+        specs.push_back({{FLAGPROP_PYTHON_EXE, "-m", "flagprop.engine.precompile", job, std::to_string(k),
+                          std::to_string(n), base + ".json", std::to_string(skip[k])},
                          captures[k],
                          {"PYTHONPATH=" + pythonPath, "FLAGPROP_PRECOMPILE_WORKER=" + std::to_string(k),
                           "FLAGPROP_PRECOMPILE_PARENT=" + std::to_string(getpid())},

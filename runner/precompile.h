@@ -26,7 +26,7 @@ struct PrecompileOptions {
 };
 
 /// Runs `opts.workers` processes (at most one per call and per core of the
-/// host) of `python3 -m flagprop.precompile` (the
+/// host) of `python3 -m flagprop.engine.precompile` (the
 /// Python flagprop embeds, FLAGPROP_PYTHON_EXE) over precompileCases(target,
 /// runs), each taking every workers-th call, and waits for all of them. They
 /// inherit this process's environment (TRITON_CACHE_DIR, the visible

@@ -135,7 +135,7 @@ struct ChildResult {
 /// A child's per-case watch: `inflightPath` holds the case in flight (the
 /// child empties it between cases); a case in flight longer than
 /// `caseSeconds` ends the child (ChildResult::caseTimedOut). Where
-/// `stagePath` is given (flagprop.ops._stage's file), a case whose stage has
+/// `stagePath` is given (flagprop.engine.ops._stage's file), a case whose stage has
 /// been `reference` (CPU ATen computing the reference, which has no compile
 /// to wait for) longer than `referenceSeconds` ends it too.
 struct CaseWatch {
@@ -146,13 +146,13 @@ struct CaseWatch {
 };
 
 /// What the case in flight of a target process is doing, from its stage
-/// file (flagprop.ops._stage, $FLAGPROP_STAGE_FILE): "reference" (CPU ATen),
+/// file (flagprop.engine.ops._stage, $FLAGPROP_STAGE_FILE): "reference" (CPU ATen),
 /// "control" (the stock path, FlagGems off), "device" (the op under test),
 /// or "" (another part of the case, no file, or a path of "").
 std::string readStage(const std::string& path);
 
 /// Seconds since the case in flight last finished a Triton compilation
-/// (flagprop.ops._compiled_now stamps the stage file after each one, on the
+/// (flagprop.engine.ops._compiled_now stamps the stage file after each one, on the
 /// monotonic clock that std::chrono::steady_clock reads on Linux), or -1:
 /// no stamp this case (nothing compiled, no file). A case past its time
 /// limit that compiled a moment ago is still compiling or autotuning.

@@ -1,5 +1,5 @@
 // P1-P4: the installer properties. Each is a generator of cases over the
-// mock spec schema and a flagprop.checks kind that observes and judges one.
+// mock spec schema and a flagprop.judging.checks kind that observes and judges one.
 #include "suites/installer_properties.h"
 
 #include "generators/installer_cases.h"

@@ -88,7 +88,7 @@ struct OpStats {
 };
 
 // The fallback of an op run to OpInfo's valid samples of the overload
-// (flagprop.opinfo), shared through `state` by the runs of one op and dtype.
+// (flagprop.engine.opinfo), shared through `state` by the runs of one op and dtype.
 PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, const std::string& dtype,
                                      const gen::LayoutLimits& lim, std::shared_ptr<OpRunState> state) {
   PropertyRun::Fallback f;
@@ -131,7 +131,7 @@ PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, con
 }
 
 // Whether a message says the device context is gone for this process
-// (flagprop.verdicts.DEVICE_LOST reads the same list).
+// (flagprop.judging.verdicts.DEVICE_LOST reads the same list).
 bool deviceLostText(const std::string& s) {
   for (const char* k : {"illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
                         "device-side assert", "unspecified launch failure"})

@@ -7,7 +7,7 @@
 
 namespace flagprop {
 
-/// P5 / P6: cases judged against the reference by flagprop.checks' "op"
+/// P5 / P6: cases judged against the reference by flagprop.judging.checks' "op"
 /// kind, each case observed once for both properties (`shared` remembers
 /// it), up to three distinct failures, OpInfo's samples where the schema's
 /// are rejected.

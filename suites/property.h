@@ -1,5 +1,5 @@
 // One property run: RapidCheck over generated cases, each observed and
-// judged by flagprop.checks, shrinking a failure; the outcome record.
+// judged by flagprop.judging.checks, shrinking a failure; the outcome record.
 #pragma once
 
 #include "core/records.h"
@@ -17,7 +17,7 @@
 
 namespace flagprop {
 
-/// A generated case in its JSON form (what flagprop.checks receives and the
+/// A generated case in its JSON form (what flagprop.judging.checks receives and the
 /// report records as the counterexample).
 struct Case {
   json value;
@@ -37,7 +37,7 @@ struct RunOptions {
   /// "case": the case's JSON}), so that a parent whose child process died
   /// on it knows the case; empty: not written.
   std::string inflightPath;
-  /// The stage file of flagprop.ops._stage ($FLAGPROP_STAGE_FILE): emptied
+  /// The stage file of flagprop.engine.ops._stage ($FLAGPROP_STAGE_FILE): emptied
   /// as each case starts, so that the stage read there is the case's own
   /// (none until an op case reaches its reference); empty: not touched.
   std::string stagePath;
@@ -88,7 +88,7 @@ struct PropertyOutcome {
   std::string counterexampleShown;  ///< RapidCheck's rendering
   std::string reproduce;            ///< reproduce string (replays this run only)
   json observations;                ///< the evidence of the shrunk case, or the distribution of passing cases
-  std::string checkKind;            ///< flagprop.checks kind, for the reproducer
+  std::string checkKind;            ///< flagprop.judging.checks kind, for the reproducer
   json judging;                     ///< op runs: the catalog entry's judging spec
   double seconds = 0.0;
   /// The run key: "P1", or "P5/op/dtype".
@@ -97,11 +97,11 @@ struct PropertyOutcome {
 };
 
 /// What one property run needs: which property, the cases, and how to judge
-/// one. `judge` returns flagprop.checks' result for a case; the property's
+/// one. `judge` returns flagprop.judging.checks' result for a case; the property's
 /// verdict in it is read with `verdictOf`.
 struct PropertyRun {
   std::string id, title, op, dtype;
-  std::string checkKind;  ///< flagprop.checks kind
+  std::string checkKind;  ///< flagprop.judging.checks kind
   json judging;           ///< op runs: the catalog entry's judging spec
   int cases = 100;        ///< default maxSuccess (RunOptions::cases overrides)
   rc::Gen<Case> generator = rc::gen::just(Case{});

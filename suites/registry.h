@@ -1,6 +1,6 @@
 // The property registry: every property flagprop checks, written once (id,
 // title, statement, which targets it applies to, how its runs are built,
-// and the flagprop.checks kind that pairs its observer with its verdict),
+// and the flagprop.judging.checks kind that pairs its observer with its verdict),
 // and the planner that turns a target into property runs. Every consumer
 // reads it: the planner, the CLI (`flagprop properties`), the console,
 // report.md, and through report.json's `properties` report.html and the
@@ -33,9 +33,10 @@ using InstallerCases = rc::Gen<Case> (*)(const Target& t);
 
 /// One property.
 struct PropertyDef {
-  std::string id;         ///< "P1"
-  std::string title;      ///< "install status"
-  std::string checkKind;  ///< flagprop.checks kind: install | install2 | launch | key | op | streams | hits | timing
+  std::string id;     ///< "P1"
+  std::string title;  ///< "install status"
+  std::string
+      checkKind;  ///< flagprop.judging.checks kind: install | install2 | launch | key | op | streams | hits | timing
   /// Installer properties run once per target and need an installer; op
   /// properties run once per catalog op and dtype.
   enum class Scope { Installer, Op } scope;
@@ -63,7 +64,7 @@ const PropertyDef* findProperty(const std::string& id);
 
 /// The registry as report.json's `properties` carries it, for every reader
 /// of a report (report.md, report.html, the drafts): [{id, title,
-/// statement (when it holds), check (flagprop.checks kind), scope
+/// statement (when it holds), check (flagprop.judging.checks kind), scope
 /// ("installer" | "op"), by_default}], in registry order.
 nlohmann::json propertiesJson();
 

@@ -52,7 +52,7 @@ struct FlagGemsSpec {
   nlohmann::json mock = nlohmann::json::object();
 };
 
-/// Where a target's op under test comes from (P5, P6); see flagprop/ops.py.
+/// Where a target's op under test comes from (P5, P6); see flagprop/engine/ops.py.
 struct OpsSpec {
   std::string kind = "aten";  ///< aten (torch.ops.aten on the device) | module (a Python file's OPS dict)
   std::string path;           ///< module: the file (absolute)
@@ -121,8 +121,8 @@ struct Target {
   /// pass / skip without one.
   bool statusExpected(const std::string& status, const std::string& property, const std::string& op = "",
                       const std::string& dtype = "") const;
-  /// The one serialised form: the report records it and flagprop.session /
-  /// flagprop.ops read it (installer, flag_gems, ops, device, gates, ...).
+  /// The one serialised form: the report records it and flagprop.engine.session /
+  /// flagprop.engine.ops read it (installer, flag_gems, ops, device, gates, ...).
   nlohmann::json toJson() const;
 };
 

@@ -48,7 +48,7 @@ inline PropertyOutcome runFixtureOp(const std::string& target, const std::string
   return runProperty(runs[0], fixedSeed(cases));
 }
 
-/// One op case judged (flagprop.checks "op") on fixture `target`.
+/// One op case judged (flagprop.judging.checks "op") on fixture `target`.
 inline json judgeOpCase(const std::string& target, const OpCase& c) {
   return fixtureSession(target).check("op", toJson(c), findOp(c.op)->judging);
 }

@@ -175,7 +175,7 @@ TEST(Cli, TheInstalledCopyRunsOnItsOwnFiles) {
   std::string out;
   ASSERT_EQ(sh("cmake --install " + std::string(FLAGPROP_BUILD_DIR) + " --prefix " + prefix.string(), &out), 0) << out;
   ASSERT_TRUE(fs::exists(prefix / "bin" / "flagprop")) << out;
-  ASSERT_TRUE(fs::exists(share / "python" / "flagprop" / "checks.py")) << out;
+  ASSERT_TRUE(fs::exists(share / "python" / "flagprop" / "judging" / "checks.py")) << out;
   EXPECT_EQ(sh("cd " + dir.string() + " && env -u FLAGPROP_HOME " + (prefix / "bin" / "flagprop").string() +
                    " run --seed 3 --property P1 --no-db --manifest " +
                    (share / "fixtures" / "targets" / "r5-silent-skip.json").string() + " --report-dir r",

@@ -136,10 +136,10 @@ TEST(Catalog, EveryEntryIsCompleteAndNamesARegisteredAtenOverload) {
 }
 
 // Every op's sampler makes calls CPU ATen accepts (few discards) and every
-// value constraint holds in the tensors flagprop.ops builds.
+// value constraint holds in the tensors flagprop.engine.ops builds.
 TEST(Catalog, SamplersMakeValidCallsAndValueKindsHold) {
   py::gil_scoped_acquire gil;
-  const py::module_ ops = pyImport("flagprop.ops");
+  const py::module_ ops = pyImport("flagprop.engine.ops");
   gen::LayoutLimits lim;
   lim.maxElements = 4096;
   rc::Random random(3);
@@ -174,12 +174,12 @@ TEST(Catalog, SamplersMakeValidCallsAndValueKindsHold) {
   }
 }
 
-// Value kinds the layouts can ask for, built by flagprop.ops (the one builder).
+// Value kinds the layouts can ask for, built by flagprop.engine.ops (the one builder).
 TEST(Layouts, ValueKindsHoldInTheBuiltStorage) {
   py::gil_scoped_acquire gil;
   py::dict scope;
   py::exec(R"(
-from flagprop import ops
+from flagprop.engine import ops
 def storage(kind, dtype="float32", high=0):
     return ops.make_storage({"storage": 257, "dtype": dtype, "seed": 5, "values": kind, "high": high, "specials": []})
 ok = {
@@ -204,7 +204,7 @@ TEST(Verdicts, IndicesAreJudgedByTheValuesTheySelect) {
   py::dict scope;
   py::exec(R"(
 import torch
-from flagprop import verdicts
+from flagprop.judging import verdicts
 x = torch.tensor([[3.0, 1.0, 1.0, 2.0], [float("nan"), 0.0, float("nan"), 5.0]])
 aten = torch.tensor([1, 0])       # argmin along dim 1: first of the ties, the first NaN
 tie = torch.tensor([2, 2])        # the other tie, the other NaN
@@ -352,7 +352,7 @@ TEST(Verdicts, ATenRefusalToWriteAnOverlappingTensorIsNoFinding) {
   py::dict scope;
   py::exec(R"(
 import torch
-from flagprop import verdicts
+from flagprop.judging import verdicts
 
 def snap(t):
     return {"tensor": t, "shape": list(t.shape), "strides": list(t.stride()), "offset": t.storage_offset(),
@@ -389,7 +389,7 @@ TEST(Verdicts, AStrideThatAddressesNoElementIsNoLayoutFinding) {
   py::dict scope;
   py::exec(R"(
 import torch
-from flagprop import verdicts
+from flagprop.judging import verdicts
 
 def findings(after, relaid):
     base = torch.zeros(8)
@@ -489,7 +489,7 @@ TEST(OpInfo, TheBuilderInterpreterFindsThisTorch) {
   py::dict scope;
   py::exec(R"PY(
 import subprocess, torch
-from flagprop import opinfo
+from flagprop.engine import opinfo
 exe = opinfo.python_executable()
 p = subprocess.run([exe, "-c", "import torch; print(torch.__version__)"], env=opinfo._child_env(),
                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -509,7 +509,7 @@ TEST(OpInfo, BatchChildrenAnswerInOrderAndADeadOneIsNone) {
   py::dict scope;
   py::exec(R"PY(
 import os, time
-from flagprop import opinfo
+from flagprop.engine import opinfo
 def slow(k):
     def fn():
         time.sleep(0.01 * (5 - k))  # the first asked ends last; no wait is counted on
@@ -538,7 +538,7 @@ TEST(OpInfo, GivenValuesHoldThroughThePermutedSlicedLayout) {
   py::gil_scoped_acquire gil;
   py::dict scope;
   py::exec(R"(
-from flagprop import ops
+from flagprop.engine import ops
 layout = {"storage": 40, "dtype": "float32", "seed": 9, "values": "given", "specials": [],
           "shape": [2, 3], "strides": [1, 8], "offset": 5, "data": [1, 2, 3, 4, 5, 6]}
 t = ops.build_cpu({"tensors": [layout], "args": []})[0]
@@ -806,7 +806,8 @@ TEST(OpTeeth, AccumulationBoundCountsTheTermsOfEachOutputElement) {
   py::dict scope;
   py::exec(R"(
 import torch
-from flagprop import ops, verdicts
+from flagprop.engine import ops
+from flagprop.judging import verdicts
 u = 2.0 ** -24
 g = lambda n: (n - 1) * u / (1 - (n - 1) * u)
 call = {"tensors": [{"shape": [64, 8, 16]}], "args": [{"tensor": 0}, [0, 2], False]}
@@ -839,7 +840,7 @@ TEST(OpTeeth, TheReferenceDoesNotTakeALayoutDependentAnswerOfCpuAten) {
   py::dict scope;
   py::exec(R"(
 import torch
-from flagprop import ops
+from flagprop.engine import ops
 layout = {"dtype": "int32", "shape": [3, 2, 1], "strides": [1, 0, 1], "offset": 0, "storage": 3, "seed": 2,
           "values": "normal", "how": "expanded"}
 call = {"tensors": [layout], "args": [{"tensor": 0}, 1, True], "kwargs": {}}
@@ -974,7 +975,7 @@ TEST(Timing, PairedSummaryHasIntervalsThatHoldTheTruth) {
   py::gil_scoped_acquire gil;
   py::dict scope;
   py::exec(R"(
-from flagprop import verdicts
+from flagprop.judging import verdicts
 a = [10.0 + (i % 5) * 0.1 for i in range(200)]
 b = [x * 1.5 for x in a]
 s = verdicts.paired_summary(a, b)

@@ -1,6 +1,6 @@
 // The installer properties as RapidCheck properties under GoogleTest over the
 // well-behaved fixture: every generated case holds, judged by the same
-// flagprop.checks / flagprop.verdicts functions the suites and the
+// flagprop.judging.checks / flagprop.judging.verdicts functions the suites and the
 // reproducers use.
 #include "generators/installer_cases.h"
 #include "reports/report.h"

@@ -134,7 +134,7 @@ json quietCall() {
 
 json installStatus(const json& obs, bool gatesOpen) {
   py::gil_scoped_acquire gil;
-  return toJson(pyImport("flagprop.verdicts").attr("install_status")(fromJson(obs), gatesOpen));
+  return toJson(pyImport("flagprop.judging.verdicts").attr("install_status")(fromJson(obs), gatesOpen));
 }
 
 TEST(Verdicts, NoSilentSkipWhenGatesAreClosedAndOnlyVisibleInstallerReportsCount) {
@@ -204,7 +204,7 @@ TEST(Observe, TraceHookIsRemovedEvenWhenTheInstallerRaises) {
   py::dict scope;
   py::exec(R"(
 import sys, types
-from flagprop import observe
+from flagprop.observers import observe
 mod = types.ModuleType("flagprop_target_raiser")
 exec("def install():\n    try:\n        {}['x']\n    except KeyError:\n        pass\n    raise ValueError('boom')\n", mod.__dict__)
 before = sys.gettrace()
@@ -228,7 +228,7 @@ TEST(KeyArgs, DescriptorsAreBuiltWithoutTheClassValidation) {
   py::dict scope;
   py::exec(R"(
 import flagprop_mocks as mocks
-from flagprop import launch
+from flagprop.engine import launch
 class Strict(mocks.MockTensorDescriptor):
     def __init__(self, base, *a, **k):
         base.data_ptr()  # what Triton's __post_init__ effectively needs
@@ -258,7 +258,7 @@ TEST(Claims, ReadFromTheInstallerSource) {
   scope["path"] = fixturesDir() + "/installers/example_installer.py";
   py::exec(R"(
 import types
-from flagprop import observe
+from flagprop.observers import observe
 mod = types.ModuleType("m")
 mod.__file__ = path
 full = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch")["components"]

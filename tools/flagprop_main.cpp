@@ -487,7 +487,7 @@ int runTargetCommand(const Cli& cli) {
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   opts.docPath = outPath;
   opts.exitOnDeviceLost = true;
-  opts.run.stagePath = outPath + ".stage";  // and this (flagprop.ops._stage), emptied as each case starts
+  opts.run.stagePath = outPath + ".stage";  // and this (flagprop.engine.ops._stage), emptied as each case starts
   setenv("FLAGPROP_STAGE_FILE", opts.run.stagePath.c_str(), 1);
   const json doc = runTarget(cli.manifests[0], opts, sink);
   writeTargetDocument(outPath, doc, key);
@@ -1022,13 +1022,13 @@ int reportCommand(const std::string& what, const std::vector<std::string>& args)
   return 0;
 }
 
-// `flagprop diff ...`: flagprop.diff's command line in a plain child Python
+// `flagprop diff ...`: flagprop.reporting.diff's command line in a plain child Python
 // (it needs neither torch nor this process's interpreter); its exit status.
 int diffCommand(const std::vector<std::string>& args) {
   static const char* kCode =
       "import sys\n"
       "sys.path[:0] = sys.argv[1].split('\\n')\n"
-      "import flagprop.diff as m\n"
+      "import flagprop.reporting.diff as m\n"
       "sys.exit(m.main(sys.argv[2:]))\n";
   std::string folders;
   for (const auto& f : pythonFolders()) folders += (folders.empty() ? "" : "\n") + fs::absolute(f).string();

@@ -3,18 +3,17 @@
 Loaded by the flagprop C++ harness into its embedded interpreter; also
 embedded, cut to what its case runs, into each standalone reproducer.
 
-Modules, by what they do:
+Subpackages, by what they do (each one's ``__init__`` lists its modules):
 
-* the case engine: ``loader`` (source and installed mode), ``observe``
-  (installer calls), ``session`` (P1-P4 cases), ``launch`` and
-  ``real_launch`` (P3 / P4 drivers, on mocks and on a real FlagGems),
-  ``ops`` (op inputs, calls and the reference), ``opinfo`` (OpInfo's
-  samples), ``precompile`` (the pre-compile workers);
-* the observers of single properties: ``streams`` (P7), ``hits`` (P8),
-  ``timing`` (P9);
-* judging: ``verdicts`` (every judgement) and ``checks`` (each property's
-  observer paired with its verdict);
-* reports: ``render`` (the Python report formats), ``htmlreport``,
-  ``drafts``, ``plots``, ``diff``;
-* tooling: ``slim`` (cuts the code a reproducer carries).
+* ``engine``: the case engine (loading targets, installer cases, op inputs,
+  calls and the reference, OpInfo's samples, pre-compiling);
+* ``observers``: what single properties observe (installer calls, streams,
+  fast-path hits, timing);
+* ``judging``: every judgement (``verdicts``) and each property's observer
+  paired with its verdict (``checks``);
+* ``reporting``: the Python report formats (HTML, drafts, plots, diff);
+* ``tools``: ``slim``, which cuts the code a reproducer carries.
+
+The package and its subpackages import nothing at import time: a
+reproducer embeds only the modules its case runs.
 """

@@ -3,7 +3,7 @@
 
     test_drafts.py --report-dir DIR [--flagprop BIN]
 
-Writes DIR/drafts/ with flagprop.drafts and checks them against report.json,
+Writes DIR/drafts/ with flagprop.reporting.drafts and checks them against report.json,
 read here on its own: every failing result and every distinct failure has
 exactly one draft, no two drafts share a grouping key, each draft carries
 the reproducer (code or path) and the environment, the P6 failure of
@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "python"))
 
-from flagprop import drafts  # noqa: E402
+from flagprop.reporting import drafts  # noqa: E402
 from run_matrix import error_target  # noqa: E402
 
 REPORT_DIR = None

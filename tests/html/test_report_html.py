@@ -4,7 +4,7 @@
     test_report_html.py --report-dir DIR
 
 DIR holds the report of the known matrix (tests/html/run_matrix.py). The test
-renders DIR/report.html with flagprop.htmlreport, then opens it in headless
+renders DIR/report.html with flagprop.reporting.htmlreport, then opens it in headless
 Chromium twice: once inside a probe page (DIR/probe.html, written here) whose
 inline script reads the text, tooltip and computed colours of every cell from
 report.html in an iframe and writes them into its own DOM, which
@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "python"))
 
-from flagprop import htmlreport  # noqa: E402
+from flagprop.reporting import htmlreport  # noqa: E402
 from run_matrix import error_target  # noqa: E402
 
 #: Window size of the probe iframe and of the screenshot (pixels).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""flagprop.htmlreport and flagprop.drafts on made-up reports (no flagprop
+"""flagprop.reporting.htmlreport and flagprop.reporting.drafts on made-up reports (no flagprop
 run, no browser): a target error, hostile text, a big op table, plots,
 reproducers small and large, distinct failures, and the grouping key.
 
@@ -22,7 +22,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "python"))
 
-from flagprop import drafts, htmlreport  # noqa: E402
+from flagprop.reporting import drafts, htmlreport  # noqa: E402
 
 #: A 1x1 PNG, for an embedded plot.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
@@ -146,7 +146,7 @@ class _Tags(html.parser.HTMLParser):
 
 
 class Page(unittest.TestCase):
-    """flagprop.htmlreport.render on the made-up report."""
+    """flagprop.reporting.htmlreport.render on the made-up report."""
 
     def assertInPage(self, needle):
         """The page contains ``needle`` (the page itself is not printed)."""
@@ -258,7 +258,7 @@ class Page(unittest.TestCase):
 
 
 class Grouping(unittest.TestCase):
-    """flagprop.drafts on the made-up report."""
+    """flagprop.reporting.drafts on the made-up report."""
 
     @classmethod
     def setUpClass(cls):

@@ -9,7 +9,7 @@ reproducer it wrote:
   report folder, the temporary folder, the python and flagprop executables,
   the home folder), in its text or in the code it embeds (--dump-code);
 * only the code its case needs: an installer-property reproducer embeds no
-  flagprop.ops, none embeds flagprop.timing;
+  flagprop.engine.ops, none embeds flagprop.observers.timing;
 * `PYTHON repro.py` (the python with torch, run from the flagprop checkout)
   exits 1: the failure reproduces;
 * `PYTHON -I -S repro.py` (the same python without its site-packages, so
@@ -104,10 +104,10 @@ def check_one(path, args, forbidden, problems, dump_root):
                 problems.append("%s: holds the absolute path %s" % (where, p))
     consts = constants(path)
     kind, crashed = consts.get("KIND"), bool(consts.get("CRASH"))
-    if "flagprop/timing.py" in embedded:
-        problems.append("%s: embeds flagprop/timing.py, which no %s case runs" % (name, kind))
-    if kind in ("install", "install2", "launch", "key") and "flagprop/ops.py" in embedded:
-        problems.append("%s: embeds flagprop/ops.py, which no installer-property case runs" % name)
+    if "flagprop/observers/timing.py" in embedded:
+        problems.append("%s: embeds flagprop/observers/timing.py, which no %s case runs" % (name, kind))
+    if kind in ("install", "install2", "launch", "key") and "flagprop/engine/ops.py" in embedded:
+        problems.append("%s: embeds flagprop/engine/ops.py, which no installer-property case runs" % name)
     rc, out = run([args.python, path], cwd=args.source_dir)
     ok = rc == 1 and "REPRODUCED" in out
     if not ok:

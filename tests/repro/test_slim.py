@@ -1,4 +1,4 @@
-"""Tests of flagprop.slim, which cuts flagprop's Python modules down to what a
+"""Tests of flagprop.tools.slim, which cuts flagprop's Python modules down to what a
 reproducer runs. Run: python3 -m unittest -v tests/repro/test_slim.py (from
 the flagprop checkout; the real-module tests need torch)."""
 
@@ -17,7 +17,7 @@ SOURCE_DIR = os.environ.get("FLAGPROP_SOURCE_DIR") or os.path.dirname(os.path.di
     os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
-from flagprop import slim  # noqa: E402
+from flagprop.tools import slim  # noqa: E402
 
 KINDS = ("install", "install2", "launch", "key", "op", "hits", "streams", "timing")
 
@@ -410,24 +410,24 @@ class Rendering(unittest.TestCase):
         self.assertEqual((ns["x"], ns["y"], ns["z"]), (1, "#not a comment", "\n# inside a string\n"))
 
     def test_packed_modules_carry_no_comments(self):
-        sliced = [{"name": "flagprop.ops", "package": False,
+        sliced = [{"name": "flagprop.engine.ops", "package": False,
                    "source": "def f():\n    # why\n    return %r  # what\n" % ("o" * 800), "full_bytes": 900}]
         tight = slim.render(sliced, 100)
-        self.assertEqual(tight["packed"], ["flagprop.ops"])
+        self.assertEqual(tight["packed"], ["flagprop.engine.ops"])
         ns = {}
         exec(tight["text"], ns)
-        src = slim.unpack(ns["_PACKED"])["flagprop.ops"]
+        src = slim.unpack(ns["_PACKED"])["flagprop.engine.ops"]
         self.assertNotIn("#", src)
         self.assertIn("return", src)
 
     def test_render_packs_in_order_until_it_fits(self):
         sliced = [{"name": n, "package": False, "source": "def f():\n    return %r\n" % (n * 400),
-                   "full_bytes": 1000} for n in ("flagprop.checks", "flagprop_mocks.libentry", "flagprop.ops")]
+                   "full_bytes": 1000} for n in ("flagprop.judging.checks", "flagprop_mocks.libentry", "flagprop.engine.ops")]
         loose = slim.render(sliced, 10 ** 9)
         self.assertEqual(loose["packed"], [])
         tight = slim.render(sliced, loose["bytes"] - 1000)
         self.assertEqual(tight["packed"][0], "flagprop_mocks.libentry")  # machinery first
-        self.assertNotIn("flagprop.checks", tight["packed"])
+        self.assertNotIn("flagprop.judging.checks", tight["packed"])
         self.assertLessEqual(tight["bytes"], loose["bytes"] - 1000)
         ns = {}
         exec(tight["text"], ns)
@@ -447,27 +447,28 @@ class RealModules(unittest.TestCase):
 
     def slice(self, kind):
         """flagprop's modules sliced as the reproducer writer asks for ``kind``."""
-        entries = ["flagprop.checks:check", "flagprop.checks:describe", "flagprop.checks:verdict_of"]
+        entries = ["flagprop.judging.checks:check", "flagprop.judging.checks:describe", "flagprop.judging.checks:verdict_of"]
         if kind == "op":
-            entries += ["flagprop.ops:setup", "flagprop.ops:build_cpu"]
+            entries += ["flagprop.engine.ops:setup", "flagprop.engine.ops:build_cpu"]
         bind = {"kind": kind}
-        return slim.slice_modules(self.mods, entries, {"flagprop.checks:check": bind, "flagprop.checks:describe": bind})
+        return slim.slice_modules(self.mods, entries,
+                                  {"flagprop.judging.checks:check": bind, "flagprop.judging.checks:describe": bind})
 
     def test_every_kind_slices_and_keeps_less(self):
-        full = sum(m["full_bytes"] for m in slim.slice_modules(self.mods, ["flagprop.checks:check"]))
+        full = sum(m["full_bytes"] for m in slim.slice_modules(self.mods, ["flagprop.judging.checks:check"]))
         for kind in KINDS:
             with self.subTest(kind=kind):
                 sliced = self.slice(kind)
                 got = by_name(sliced)
-                self.assertIn("check", got["flagprop.checks"]["kept"])
+                self.assertIn("check", got["flagprop.judging.checks"]["kept"])
                 self.assertLess(sum(len(s["source"]) for s in sliced), full)
                 if kind in ("install", "install2", "launch", "key"):
-                    self.assertNotIn("flagprop.ops", got)  # installer properties never build op inputs
-                    self.assertNotIn("flagprop.timing", got)
+                    self.assertNotIn("flagprop.engine.ops", got)  # installer properties never build op inputs
+                    self.assertNotIn("flagprop.observers.timing", got)
                 if kind == "op":
-                    self.assertIn("observe_judged", got["flagprop.ops"]["kept"])
-                    self.assertIn("findings_of", got["flagprop.ops"]["kept"])
-                    self.assertNotIn("flagprop.timing", got)
+                    self.assertIn("observe_judged", got["flagprop.engine.ops"]["kept"])
+                    self.assertIn("findings_of", got["flagprop.engine.ops"]["kept"])
+                    self.assertNotIn("flagprop.observers.timing", got)
 
     def test_a_sliced_check_judges_like_the_whole_modules(self):
         """P1 on a fixture installer (the R5 silent skip) through the sliced
@@ -498,12 +499,12 @@ class RealModules(unittest.TestCase):
         try:
             fresh()
             sliced = self.slice("install")
-            self.assertNotIn("flagprop.ops", by_name(sliced))
+            self.assertNotIn("flagprop.engine.ops", by_name(sliced))
             mods = load(sliced, "flagprop")
-            cut = mods["flagprop.checks"].check("install", target, case)
+            cut = mods["flagprop.judging.checks"].check("install", target, case)
             fresh()
             sys.path[:0] = [os.path.join(SOURCE_DIR, "python"), os.path.join(SOURCE_DIR, "mocks")]
-            import flagprop.checks as whole_checks
+            import flagprop.judging.checks as whole_checks
 
             self.assertNotIn("<sliced", whole_checks.check.__code__.co_filename)
             whole = whole_checks.check("install", target, case)
@@ -524,11 +525,12 @@ class RealModules(unittest.TestCase):
             folders = [os.path.join(SOURCE_DIR, "python"), os.path.join(SOURCE_DIR, "mocks")]
             with open(req, "w") as f:
                 json.dump({"folders": folders, "packages": ["flagprop_mocks", "flagprop"],
-                           "entries": ["flagprop.checks:check"], "bindings": {"flagprop.checks:check": {"kind": "key"}},
+                           "entries": ["flagprop.judging.checks:check"],
+                           "bindings": {"flagprop.judging.checks:check": {"kind": "key"}},
                            # The key slice packs to about 20.1 KB; its header lists every definition left
                            # out, which grows with the modules even where the code kept does not.
                            "budget": 21000}, f)
-            script = os.path.join(SOURCE_DIR, "python", "flagprop", "slim.py")
+            script = os.path.join(SOURCE_DIR, "python", "flagprop", "tools", "slim.py")
             rc = subprocess.call([sys.executable, "-I", "-S", script, "--request", req, "--out", out])
             self.assertEqual(rc, 0)
             with open(out) as f:
@@ -539,13 +541,13 @@ class RealModules(unittest.TestCase):
             # an entry that does not exist: the whole modules, said so
             with open(req, "w") as f:
                 json.dump({"folders": folders, "packages": ["flagprop_mocks", "flagprop"],
-                           "entries": ["flagprop.checks:no_such_function"], "budget": 10 ** 9}, f)
+                           "entries": ["flagprop.judging.checks:no_such_function"], "budget": 10 ** 9}, f)
             self.assertEqual(subprocess.call([sys.executable, "-I", "-S", script, "--request", req, "--out", out]), 0)
             with open(out) as f:
                 answer = json.load(f)
             self.assertFalse(answer["sliced"])
             self.assertIn("no_such_function", answer["note"])
-            self.assertIn("flagprop.timing", answer["modules"])
+            self.assertIn("flagprop.observers.timing", answer["modules"])
         finally:
             shutil.rmtree(work)
 

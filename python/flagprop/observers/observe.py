@@ -1,6 +1,6 @@
 """Python half of the installer properties: raw observations, no verdicts.
 
-``flagprop.verdicts`` decides pass / fail; this module only watches. Every
+``flagprop.judging.verdicts`` decides pass / fail; this module only watches. Every
 function returns plain data (dicts, lists, str, int, bool) so the C++ side can
 read it without knowing Python types.
 

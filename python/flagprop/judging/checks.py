@@ -3,7 +3,7 @@ observer and verdict, written once.
 
 ``observe(kind, target, case, ...)`` runs the observer for ``kind`` on
 ``case`` (its JSON form) against ``target`` (``Target::toJson``);
-``judge`` judges what it saw with ``flagprop.verdicts``. The C++ suites call
+``judge`` judges what it saw with ``flagprop.judging.verdicts``. The C++ suites call
 ``observe`` once per generated case inside a sandbox and ``judge`` after the
 sandbox has restored the interpreter; a standalone reproducer calls
 ``check`` (both) once on the shrunk counterexample. ``describe`` turns a result into the lines a
@@ -15,7 +15,7 @@ Kinds: ``install`` (P1), ``install2`` (P2), ``launch`` (P3), ``key`` (P4),
 always passes, or says why it refused).
 
 The dispatch on the kind (``_observe``, ``_judge``, ``describe``) is a
-chain of ``if kind == "..."`` on purpose: ``flagprop.slim``, which cuts the
+chain of ``if kind == "..."`` on purpose: ``flagprop.tools.slim``, which cuts the
 code a reproducer carries, follows only the branches the reproducer's kind
 can take, so a P1 reproducer carries no op machinery. A table of functions
 would hide the branches from it and pull every observer into every
@@ -27,7 +27,9 @@ import sys
 import threading
 import types
 
-from . import hits, ops, session, streams, timing, verdicts
+from ..observers import hits, streams, timing
+from ..engine import ops, session
+from . import verdicts
 
 
 def _flagprop_functions():
@@ -101,7 +103,7 @@ def _gates_open(target, gates):
 # Each kind has an observer (``_observe_*``: runs the code under test, inside
 # the sandbox) and a verdict (``_judge_*``: plain judging of what was seen,
 # run after the sandbox has put back everything the case rebound, so that
-# code under test that rebinds ``torch.equal`` or ``flagprop.verdicts`` cannot
+# code under test that rebinds ``torch.equal`` or ``flagprop.judging.verdicts`` cannot
 # reach the functions that judge it).
 
 
@@ -275,7 +277,7 @@ def observe(kind, target, case, judging=None):
 
 
 def judge(kind, target, case, observed, judging=None):
-    """Judges what ``observe`` returned with ``flagprop.verdicts`` (call it
+    """Judges what ``observe`` returned with ``flagprop.judging.verdicts`` (call it
     after the sandbox is restored: nothing the code under test rebound
     reaches the verdict). Returns ``_check``'s dict, with ``left_running``
     (which the C++ session gathers per target and the report lists) when

@@ -1,6 +1,6 @@
 """P8: which ``LibEntry`` launches an op makes, and whether they went
 through the fast ``run`` and ``key`` or the stock ones: raw counts, no
-verdicts (``flagprop.verdicts.fast_path_hits`` judges them).
+verdicts (``flagprop.judging.verdicts.fast_path_hits`` judges them).
 
 Counting works the same on flagprop's mocks and on a real FlagGems: before
 the installer runs, the stock ``LibEntry.run`` / ``.key`` are replaced by
@@ -14,7 +14,8 @@ sandbox undoes all of it.
 
 import sys
 
-from . import observe, ops
+from . import observe
+from ..engine import ops
 
 
 def kernel_name(entry):

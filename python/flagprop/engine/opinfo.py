@@ -13,7 +13,7 @@ the overloads a backend registers (``linear`` -> ``addmm``, ``nll_loss`` ->
 ``nll_loss_forward`` and ``nll_loss_backward``).
 
 A bank sample is ``{"tensors": [...], "args": [...], "kwargs": {...}}`` with
-``{"tensor": i}`` placeholders as in ``flagprop.ops``; each tensor is
+``{"tensor": i}`` placeholders as in ``flagprop.engine.ops``; each tensor is
 ``{"shape": [...], "dtype": D}`` where ``D`` is ``"run"`` for a tensor of the
 sample's own dtype (float32: flagprop runs it in the run's dtype and draws
 its values) or the recorded dtype (an int64 index, a bool mask), which
@@ -26,7 +26,7 @@ shrinks the input. The C++ sampler (catalog/opinfo_sampler.cpp) lays every
 tensor out its own way (permuted, sliced, storage offset).
 
 The bank is built once per torch version and source of this module, in a
-fresh interpreter of the target's Python (``python3 -m flagprop.opinfo
+fresh interpreter of the target's Python (``python3 -m flagprop.engine.opinfo
 --write PATH``; importing the test database changes global state such as
 ``torch.backends`` flags, which the process under test must not see), and
 kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
@@ -342,7 +342,7 @@ def build():
                     bank.merge(ops)
     extra = _in_children([lambda: _extra_samples(torch, bank)], 1)[0]
     if extra is None:
-        crashed.append("flagprop.extra_samples")
+        crashed.append("flagprop.engine.extra_samples")
     bank.merge(extra or {})
     return {"format": FORMAT, "torch": torch.__version__, "source": _source_hash(), "opinfos": used,
             "crashed": crashed, "seconds": round(time.time() - t0, 1), "ops": bank.result()}
@@ -413,7 +413,7 @@ def _sample_dtypes(torch):
 
 
 def _extra_samples(torch, bank):
-    """flagprop's own samples (``flagprop.extra_samples``) that ``bank``
+    """flagprop's own samples (``flagprop.engine.extra_samples``) that ``bank``
     does not hold yet: {overload: [sample, ...]}."""
     from . import extra_samples
 
@@ -640,7 +640,7 @@ def _child_env():
     ``_seed_for``, the same bank on every build)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", HIP_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore",
                PYTHONHASHSEED="0")
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds flagprop/
     path = [here] + [p for p in sys.path if p and os.path.isdir(p) and p != here]
     env["PYTHONPATH"] = os.pathsep.join(path)
     return env
@@ -690,7 +690,7 @@ def load():
 
 def _build_in_child(path):
     env = _child_env()
-    cmd = [python_executable(), "-m", "flagprop.opinfo", "--write", path]
+    cmd = [python_executable(), "-m", "flagprop.engine.opinfo", "--write", path]
     try:
         p = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=BUILD_TIMEOUT_S)
@@ -749,7 +749,7 @@ def _sibling_samples(bank, name):
 
 def main(argv):
     if len(argv) != 2 or argv[0] != "--write":
-        sys.stderr.write("usage: python3 -m flagprop.opinfo --write PATH\n")
+        sys.stderr.write("usage: python3 -m flagprop.engine.opinfo --write PATH\n")
         return 2
     _write_atomically(argv[1], build())
     return 0

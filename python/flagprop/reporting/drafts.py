@@ -1,6 +1,6 @@
 """Bug-report drafts: one Markdown file per distinct failure of a run.
 
-``python3 -m flagprop.drafts REPORT_DIR`` reads ``REPORT_DIR/report.json``
+``python3 -m flagprop.reporting.drafts REPORT_DIR`` reads ``REPORT_DIR/report.json``
 (schema ``flagprop.report/1``) and writes ``REPORT_DIR/drafts/NN-<slug>.md``,
 one per distinct failure, and ``REPORT_DIR/drafts/README.md``, their index.
 
@@ -18,8 +18,8 @@ Failures of fixture targets (labels contain "fixture") are planted on
 purpose; they get drafts too, and the index says which failures their
 manifests expected. Only results with status "fail" are drafted: target
 errors and "error" results say that flagprop could not judge, and the index
-counts them apart. Standard library only, besides ``flagprop.verdicts``
-(pure functions, no torch) and ``flagprop.htmlreport``.
+counts them apart. Standard library only, besides ``flagprop.judging.verdicts``
+(pure functions, no torch) and ``flagprop.reporting.htmlreport``.
 """
 
 import hashlib
@@ -29,8 +29,8 @@ import re
 import shlex
 import sys
 
-from flagprop.htmlreport import compact_json, replay_command, report_file, write_atomic
-from flagprop.verdicts import finding_kind, shapeless
+from flagprop.reporting.htmlreport import compact_json, replay_command, report_file, write_atomic
+from flagprop.judging.verdicts import finding_kind, shapeless
 
 SCHEMA = "flagprop.report/1"
 
@@ -107,7 +107,7 @@ def finding_kinds(prop, failure):
     ``observations``; a distinct failure also ``kinds``) of property ``prop``
     (e.g. "P6"). In order of preference: the kinds flagprop recorded
     (``kinds``, ``observations.kinds`` or ``observations.finding_kind``); a
-    process crash ("crash: <why>"); for P5 / P6 ``flagprop.verdicts.finding_kind``
+    process crash ("crash: <why>"); for P5 / P6 ``flagprop.judging.verdicts.finding_kind``
     of each numerics / aliasing finding; else ``reason_kind`` of the reason.
     Each is normalised (dtype names become ``<dtype>``). Returns a sorted
     list of distinct str, never empty."""
@@ -645,7 +645,7 @@ def render_index(report, groups, names):
                  _code(prov.get("seed", "?")), _code(" ".join(shlex.quote(str(a)) for a in prov.get("command") or []))),
              "",
              "One draft per distinct failure: %d draft(s) from %d failing result(s) (%d occurrence(s) counting "
-             "their distinct failures). Failures are one when `flagprop.drafts.grouping_key` gives them one key: "
+             "their distinct failures). Failures are one when `flagprop.reporting.drafts.grouping_key` gives them one key: "
              "(property, op, finding kind, exception type, exception site); dtypes, cases and targets (pins) are "
              "not part of it. Unexpected failures come first." % (len(groups), n_fail, occurrences), "",
              "\"Expected\" says whether the target manifests expected these failures (`as_expected`): a fixture "
@@ -708,18 +708,18 @@ def write(report_dir):
 
 
 def main(argv=None):
-    """Command line: ``python3 -m flagprop.drafts REPORT_DIR``. Prints the
+    """Command line: ``python3 -m flagprop.reporting.drafts REPORT_DIR``. Prints the
     index's path and how many drafts were written, returns 0; prints the
     error and returns 2 when the report cannot be read or is not a flagprop
     report."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python3 -m flagprop.drafts REPORT_DIR  (writes REPORT_DIR/drafts/ from report.json)")
+        print("usage: python3 -m flagprop.reporting.drafts REPORT_DIR  (writes REPORT_DIR/drafts/ from report.json)")
         return 0 if args and args[0] in ("-h", "--help") else 2
     try:
         paths = write(args[0])
     except (OSError, ValueError) as e:
-        print("flagprop.drafts: %s" % e, file=sys.stderr)
+        print("flagprop.reporting.drafts: %s" % e, file=sys.stderr)
         return 2
     print("%s (%d draft(s))" % (paths[-1], len(paths) - 1))
     return 0

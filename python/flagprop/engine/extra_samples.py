@@ -1,6 +1,6 @@
 """Valid samples for ATen overloads that OpInfo's samples do not reach.
 
-OpInfo (``flagprop.opinfo``) feeds most overloads whose valid inputs the
+OpInfo (``flagprop.engine.opinfo``) feeds most overloads whose valid inputs the
 schema cannot say, but not all that FlagGems registers: internal overloads
 that only another op's backward or a compiler pass calls
 (``_native_batch_norm_legit_no_training``, ``index_select_backward``,

@@ -6,7 +6,7 @@ Triton compiles one kernel specialization at a time in a process, and a cold
 run spends most of its time there. ``flagprop run --precompile N`` starts N
 of these workers before a target's first op case (``runner/precompile.cpp``);
 each takes every N-th call of the job and calls the op on fresh device
-inputs built as the suites build them (``flagprop.ops``). They share Triton's
+inputs built as the suites build them (``flagprop.engine.ops``). They share Triton's
 cache folder (``TRITON_CACHE_DIR``, ``--triton-cache``) and FlagGems' code
 and tuning caches with the target's process, which then loads each
 specialization from disk instead of compiling it.
@@ -15,7 +15,7 @@ Nothing here judges: an op that raises, a wrong result or a worker that dies
 only means that a kernel was not compiled ahead (the target's process then
 compiles it, and judges the case, as without workers).
 
-Usage: ``python3 -m flagprop.precompile JOB K N RESULT [SKIP]`` where JOB is
+Usage: ``python3 -m flagprop.engine.precompile JOB K N RESULT [SKIP]`` where JOB is
 a JSON file ``{"target": Target::toJson, "gates": {...}, "op_names": [...],
 "cases": [case...]}``, K the worker's index (0 .. N-1), N the number of
 workers, SKIP how many calls of its share to leave out (a fresh worker after
@@ -116,7 +116,7 @@ def run(job, worker, workers, inflight_path=None, skip=0):
 
 def main(argv):
     if len(argv) not in (5, 6):
-        sys.stderr.write("usage: python3 -m flagprop.precompile JOB K N RESULT [SKIP]\n")
+        sys.stderr.write("usage: python3 -m flagprop.engine.precompile JOB K N RESULT [SKIP]\n")
         return 2
     _die_with_parent()
     with open(argv[1]) as f:

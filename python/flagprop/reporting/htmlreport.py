@@ -1,6 +1,6 @@
 """report.html: one self-contained page for a person, made from report.json.
 
-``python3 -m flagprop.htmlreport REPORT_DIR`` writes ``REPORT_DIR/report.html``
+``python3 -m flagprop.reporting.htmlreport REPORT_DIR`` writes ``REPORT_DIR/report.html``
 from ``REPORT_DIR/report.json`` (schema ``flagprop.report/1``). The page needs
 nothing but itself: the stylesheet is inline, the P9 plots are embedded as
 ``data:`` URIs, there is no script, and a Content-Security-Policy forbids
@@ -740,9 +740,9 @@ def _target_section(report, t, columns, ids, report_dir):
 
 def _pins_section(report):
     """A matrix run over two or more pins: what differs between the first pin
-    and each other one (flagprop.diff's table: the components, ops and dtypes
+    and each other one (flagprop.reporting.diff's table: the components, ops and dtypes
     whose results differ), or "" for a run of at most one pin."""
-    from flagprop import diff  # the same classes as `flagprop diff REPORT --pins A B`
+    from flagprop.reporting import diff  # the same classes as `flagprop diff REPORT --pins A B`
 
     pins = diff.pin_pairs(report)
     if len(pins) < 2:
@@ -820,17 +820,17 @@ def write_atomic(path, text):
 
 
 def main(argv=None):
-    """Command line: ``python3 -m flagprop.htmlreport REPORT_DIR``. Prints the
+    """Command line: ``python3 -m flagprop.reporting.htmlreport REPORT_DIR``. Prints the
     page's path and returns 0; prints the error and returns 2 when the report
     cannot be read or is not a flagprop report."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0] in ("-h", "--help"):
-        print("usage: python3 -m flagprop.htmlreport REPORT_DIR  (writes REPORT_DIR/report.html from report.json)")
+        print("usage: python3 -m flagprop.reporting.htmlreport REPORT_DIR  (writes REPORT_DIR/report.html from report.json)")
         return 0 if args and args[0] in ("-h", "--help") else 2
     try:
         print(write(args[0]))
     except (OSError, ValueError) as e:
-        print("flagprop.htmlreport: %s" % e, file=sys.stderr)
+        print("flagprop.reporting.htmlreport: %s" % e, file=sys.stderr)
         return 2
     return 0
 

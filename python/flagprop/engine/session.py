@@ -4,7 +4,7 @@
 the same dict the reports record): ``installer`` {mode, module, function,
 path, python_path, globals}, ``flag_gems`` {kind, path, supply_helper},
 ``device``, ``ops``. The caller (the C++ sandbox, or a standalone reproducer)
-restores interpreter state afterwards. Verdicts are ``flagprop.verdicts``'.
+restores interpreter state afterwards. Verdicts are ``flagprop.judging.verdicts``'.
 """
 
 import importlib
@@ -13,7 +13,9 @@ import sys
 
 import flagprop_mocks as mocks
 
-from . import launch, loader, observe, real_launch, verdicts
+from . import launch, loader, real_launch
+from ..observers import observe
+from ..judging import verdicts
 
 
 def supplied_descriptor_cache_key(arg):

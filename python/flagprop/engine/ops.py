@@ -2,7 +2,7 @@
 
 The C++ suites and the standalone reproducers share this module, so that a
 reproducer rebuilds exactly the tensors the suite saw, calls the op exactly as
-the suite did and computes the same reference. ``flagprop.verdicts`` judges
+the suite did and computes the same reference. ``flagprop.judging.verdicts`` judges
 what ``observe_case`` records.
 
 A *layout* (generators/layouts.h) is a dict: ``dtype``, ``shape``,
@@ -23,9 +23,10 @@ A target's ``ops`` section says where the op under test comes from:
   flagprop's fixtures) whose ``OPS`` dict maps op names to callables, loaded
   as module ``flagprop_target.ops``.
 
-What ``flagprop.slim`` (the cutter of a reproducer's code) asks of this
+What ``flagprop.tools.slim`` (the cutter of a reproducer's code) asks of this
 module: a function that only some kinds of case need imports what it needs
-inside itself (``from . import session``, ``observe``), not at the top, so
+inside itself (``from . import session``, ``from ..observers import observe``),
+not at the top, so
 that a reproducer of another kind carries none of that module; top-level
 imports are taken into every reproducer.
 """
@@ -38,7 +39,7 @@ import types
 
 import torch
 
-from . import verdicts
+from ..judging import verdicts
 
 _CODE = {}
 _SIBLINGS = {}
@@ -577,7 +578,8 @@ class Runner:
     target's installer once. The caller's sandbox undoes all of it."""
 
     def __init__(self, target, op, gates):
-        from . import observe, session
+        from ..observers import observe
+        from . import session
 
         self.target = target
         self.gates = gates

@@ -1,5 +1,5 @@
 """P7: whether an op's work follows the current stream: raw facts, no
-verdicts (``flagprop.verdicts.stream_semantics`` judges them).
+verdicts (``flagprop.judging.verdicts.stream_semantics`` judges them).
 
 On a device (``cuda:N``, ``flagos:N``) the facts come from timing witnesses
 built with the device's own streams (``torch.cuda`` or the PrivateUse1
@@ -15,7 +15,8 @@ import sys
 
 import torch
 
-from . import ops, verdicts
+from ..engine import ops
+from ..judging import verdicts
 
 #: The facts P7 asks for, in order.
 FACTS = ("ordered_after_earlier_work", "correct_after_syncing_the_stream", "default_stream_untouched",

@@ -1,5 +1,5 @@
 """P9: A/B timing of an op with the installer's patch on (A) and off (B),
-in one process: raw samples, no verdicts (``flagprop.verdicts.ab_timing``
+in one process: raw samples, no verdicts (``flagprop.judging.verdicts.ab_timing``
 summarises them).
 
 The installer runs once; its patch is then switched off and on by putting
@@ -16,7 +16,8 @@ import time
 
 import torch
 
-from . import hits, observe, ops
+from . import hits, observe
+from ..engine import ops
 
 
 def _device_events(device):

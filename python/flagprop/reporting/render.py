@@ -19,13 +19,13 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 
 def _html(report_dir):
-    from flagprop import htmlreport
+    from flagprop.reporting import htmlreport
 
     return [htmlreport.write(report_dir)]
 
 
 def _drafts(report_dir):
-    from flagprop import drafts
+    from flagprop.reporting import drafts
 
     return drafts.write(report_dir)
 

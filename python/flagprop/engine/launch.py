@@ -1,5 +1,5 @@
 """Launch and key drivers for P3 (stock fallback) and P4 (key equivalence)
-on flagprop's mocks (``flagprop.real_launch`` drives a real FlagGems).
+on flagprop's mocks (``flagprop.engine.real_launch`` drives a real FlagGems).
 
 Each driver runs the same work on two ``LibEntry`` objects built from one mock
 spec: *A* on the class the installer patched (registered in ``sys.modules``)

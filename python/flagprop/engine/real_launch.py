@@ -2,8 +2,8 @@
 wrapped in FlagGems' real ``LibEntry`` (plain, under ``triton.autotune`` and
 under ``triton.heuristics``), launched through the installed fast ``run`` and
 through the stock one, and keyed by the installed fast ``key`` and the stock
-one. Raw facts in the form ``flagprop.launch`` gives them for the mocks, so
-``flagprop.verdicts`` judges both alike. Needs Triton and a GPU.
+one. Raw facts in the form ``flagprop.engine.launch`` gives them for the mocks, so
+``flagprop.judging.verdicts`` judges both alike. Needs Triton and a GPU.
 """
 
 import sys

@@ -1,7 +1,7 @@
 """flagprop's verdicts: every property's judgement, written once.
 
 Each function here is pure: it takes the observations that
-``flagprop.session`` (P1-P4) and ``flagprop.ops`` (P5, P6) record and returns
+``flagprop.engine.session`` (P1-P4) and ``flagprop.engine.ops`` (P5, P6) record and returns
 a verdict, a dict with at least ``pass`` (bool) and ``reason`` (one line).
 The C++ suites, the tests and the standalone reproducers all call these same
 functions, so a reproducer can never judge a case differently from the suite

@@ -6,7 +6,7 @@ what the reproducer can reach, at the granularity of top-level statements
 (a ``def``, a ``class``, an assignment, an import...), and renders it:
 
 * ``slice_modules(modules, entries, bindings)`` starts from the entry points
-  (``"flagprop.checks:check"``) and follows every global name a kept
+  (``"flagprop.judging.checks:check"``) and follows every global name a kept
   statement uses -- a name of its own module, an imported one
   (``from .spec import full``), or an attribute of an imported module of the
   set (``session.install_case``, also after an import inside a function) --
@@ -19,7 +19,7 @@ what the reproducer can reach, at the granularity of top-level statements
   top-level object of its own module (``X.attr = ...``, ``X[k] = ...``,
   ``X.update(...)``) is kept with it.
 * ``bindings`` gives the values a parameter of an entry function has
-  (``{"flagprop.checks:check": {"kind": "install"}}``). They travel along
+  (``{"flagprop.judging.checks:check": {"kind": "install"}}``). They travel along
   direct calls that pass the parameter (or a string constant) on, and in
   each function that has them the branches of ``if kind == "..."`` /
   ``elif`` / ``if kind in (...)`` that cannot run are not followed. The
@@ -68,19 +68,26 @@ def discover(folders, packages):
     order, like ``sys.path``; the first folder holding a package wins).
 
     Returns a list of dicts ``{"name", "package" (bool), "path"}``: each
-    package's ``__init__.py`` and every ``.py`` file directly in it (sorted by
-    name). Raises ``SliceError`` when a package is in none of the folders."""
+    package's ``__init__.py``, every ``.py`` file in it, and so on down every
+    subfolder that holds an ``__init__.py`` (a subpackage), sorted by name
+    within each folder. Raises ``SliceError`` when a package is in none of
+    the folders."""
     out = []
+
+    def walk(name, root):
+        out.append({"name": name, "package": True, "path": os.path.join(root, "__init__.py")})
+        for entry in sorted(os.listdir(root)):
+            path = os.path.join(root, entry)
+            if entry.endswith(".py") and entry != "__init__.py":
+                out.append({"name": name + "." + entry[:-3], "package": False, "path": path})
+            elif os.path.isfile(os.path.join(path, "__init__.py")):
+                walk(name + "." + entry, path)
+
     for pkg in packages:
         for folder in folders:
             root = os.path.join(folder, pkg)
-            init = os.path.join(root, "__init__.py")
-            if os.path.isfile(init):
-                out.append({"name": pkg, "package": True, "path": init})
-                for entry in sorted(os.listdir(root)):
-                    if entry.endswith(".py") and entry != "__init__.py":
-                        out.append({"name": pkg + "." + entry[:-3], "package": False,
-                                    "path": os.path.join(root, entry)})
+            if os.path.isfile(os.path.join(root, "__init__.py")):
+                walk(pkg, root)
                 break
         else:
             raise SliceError("package %s is in none of %s" % (pkg, ", ".join(folders) or "no folders"))
@@ -843,11 +850,12 @@ def unpack(data):
 
 
 # Packed first when the code does not fit: the machinery that observes a case,
-# before the judgement a reader checks (flagprop.checks, flagprop.verdicts).
-PACK_ORDER = ("flagprop_mocks.libentry", "flagprop_mocks", "flagprop_mocks.spec", "flagprop.launch",
-              "flagprop.real_launch", "flagprop.observe", "flagprop.loader", "flagprop.session", "flagprop.hits",
-              "flagprop.streams", "flagprop.timing", "flagprop.ops", "flagprop.verdicts", "flagprop.checks",
-              "flagprop")
+# before the judgement a reader checks (flagprop.judging.checks, flagprop.judging.verdicts).
+PACK_ORDER = ("flagprop_mocks.libentry", "flagprop_mocks", "flagprop_mocks.spec", "flagprop.engine.launch",
+              "flagprop.engine.real_launch", "flagprop.observers.observe", "flagprop.engine.loader",
+              "flagprop.engine.session", "flagprop.observers.hits", "flagprop.observers.streams",
+              "flagprop.observers.timing", "flagprop.engine.ops", "flagprop.judging.verdicts", "flagprop.judging.checks",
+              "flagprop.engine", "flagprop.observers", "flagprop.judging", "flagprop")
 
 
 def render(sliced, budget):

@@ -131,6 +131,48 @@ class Slicing(unittest.TestCase):
         ran = load(sliced, "toy")
         self.assertEqual(ran["toy.a"].used(1), 2 + 2 + 3)
 
+    def test_subpackages_their_relative_imports_and_dotted_module_paths(self):
+        mods = modules(**{
+            "toy/__init__": '"""A toy package."""\n',
+            "toy/low/__init__": '"""A subpackage."""\n',
+            "toy/low/b": """
+                def double(x):
+                    return 2 * x
+
+
+                def never():
+                    return 0
+                """,
+            "toy/high/__init__": "",
+            "toy/high/a": """
+                from ..low import b
+
+
+                def used(x):
+                    import toy.low.c
+
+                    return b.double(x) + toy.low.c.triple(x)
+                """,
+            "toy/low/c": """
+                def triple(x):
+                    return 3 * x
+
+
+                def unused():
+                    return 0
+                """,
+        })
+        sliced = slim.slice_modules(mods, ["toy.high.a:used"])
+        got = by_name(sliced)
+        self.assertIn("toy.low", got)  # the parents of every module kept
+        self.assertIn("toy.high", got)
+        self.assertEqual(top_names(got["toy.low.b"]["source"]), {"double"})
+        self.assertEqual(top_names(got["toy.low.c"]["source"]), {"triple"})  # reached through toy.low.c.triple
+        order = [s["name"] for s in sliced]
+        self.assertLess(order.index("toy.low.b"), order.index("toy.high.a"))
+        ran = load(sliced, "toy")
+        self.assertEqual(ran["toy.high.a"].used(1), 2 + 3)
+
     def test_a_module_used_as_a_value_is_kept_whole(self):
         mods = modules(**{
             "toy/__init__": "",

@@ -25,10 +25,9 @@ A target's ``ops`` section says where the op under test comes from:
 
 What ``flagprop.tools.slim`` (the cutter of a reproducer's code) asks of this
 module: a function that only some kinds of case need imports what it needs
-inside itself (``from . import session``, ``from ..observers import observe``),
-not at the top, so
-that a reproducer of another kind carries none of that module; top-level
-imports are taken into every reproducer.
+inside itself (``from . import session``, ``from ..observers import
+observe``), not at the top, so that a reproducer of another kind carries
+none of that module; top-level imports are taken into every reproducer.
 """
 
 import importlib

@@ -9,7 +9,9 @@ what the reproducer can reach, at the granularity of top-level statements
   (``"flagprop.judging.checks:check"``) and follows every global name a kept
   statement uses -- a name of its own module, an imported one
   (``from .spec import full``), or an attribute of an imported module of the
-  set (``session.install_case``, also after an import inside a function) --
+  set (``session.install_case``, also after an import inside a function, and
+  through subpackages: ``flagprop.engine.ops.setup`` after ``import
+  flagprop.engine.ops``) --
   until nothing new is reached. A module used as a value (not only as
   ``module.name``), or one whose code reads its own globals by name
   (``globals()``, ``vars()``, ``eval`` / ``exec`` in its namespace), is
@@ -428,6 +430,7 @@ class _Module:
                     elif mod in names:
                         needs.append((mod, a.name if sub else None, None))
         seen, attr_bases = set(), set()
+        parent = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
         for n in nodes:
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and isinstance(n.ctx, ast.Load):
                 base = n.value.id
@@ -436,7 +439,12 @@ class _Module:
                     attr_bases.add(id(n.value))
                     seen.add(base)
                     needs.append((self.name, base, None) if base in stmt.globals else (alias[1], None, None))
-                    needs.append((alias[1], n.attr, call_of(n)))
+                    mod, at = alias[1], n  # a dotted module path (pkg.sub.mod.name): down to its last module
+                    while (mod + "." + at.attr) in names and isinstance(parent.get(id(at)), ast.Attribute) \
+                            and parent[id(at)].value is at:
+                        needs.append((mod, at.attr, None))
+                        mod, at = mod + "." + at.attr, parent[id(at)]
+                    needs.append((mod, at.attr, call_of(at)))
         for n in nodes:
             if not isinstance(n, ast.Name) or not isinstance(n.ctx, ast.Load) or id(n) in attr_bases:
                 continue

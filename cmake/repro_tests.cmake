@@ -4,7 +4,8 @@
 #   repro_checker_teeth   the end-to-end checks below catch a reproducer that is
 #                         too large, holds an absolute path or exits wrongly;
 #   repro_end_to_end      `flagprop run` over failing fixtures (P1, P3, P5 / P6, a
-#                         segfaulting op), then every reproducer: < 60000 bytes,
+#                         segfaulting op, an op with two distinct faults), then
+#                         every reproducer (a distinct failure's too): < 60000 bytes,
 #                         no absolute path of this machine, exit 1 with the
 #                         python that has torch, exit 3 (and why) without torch.
 # Included from the top-level CMakeLists.txt (after the flagprop target).

@@ -1,8 +1,9 @@
 """End-to-end check of the standalone reproducers `flagprop run` writes.
 
-Runs `flagprop run` over a few fixture targets that fail (an installer
-property on the mocks, P3, an op property, a crashing op), then checks every
-reproducer it wrote:
+Runs `flagprop run --no-db` over a few fixture targets that fail (an
+installer property on the mocks, P3, an op property, a crashing op, an op
+with two distinct faults), then checks every reproducer it wrote, the
+reproducer of each distinct failure among them:
 
 * smaller than --max-bytes (60000: a GitHub issue body holds 65536 characters);
 * no absolute path of the machine that wrote it (the flagprop checkout, the
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 
-MANIFESTS = ("r5-silent-skip", "ops-returns-view", "ops-segfault", "kwargs-dropped")
+MANIFESTS = ("r5-silent-skip", "ops-returns-view", "ops-segfault", "kwargs-dropped", "ops-two-faults")
 # What the run must give: a reproducer of each kind (its KIND, and whether the case crashed).
 WANTED = {("install", False): "P1 on the mocks", ("launch", False): "P3", ("op", False): "P5 / P6",
           ("op", True): "a case that kills its process"}
@@ -146,7 +147,7 @@ def check_run(args):
     report = os.path.join(args.work, "report")
     if os.path.exists(report):
         shutil.rmtree(report)
-    cmd = [args.flagprop, "run", "--cases", "20", "--seed", "3", "--report-dir", report]
+    cmd = [args.flagprop, "run", "--no-db", "--cases", "20", "--seed", "3", "--report-dir", report]
     for m in MANIFESTS:
         cmd += ["--manifest", os.path.join(args.source_dir, "fixtures", "targets", m + ".json")]
     rc, out = run(cmd, cwd=args.source_dir, timeout=600)
@@ -160,10 +161,14 @@ def check_run(args):
     if os.path.exists(dump_root):
         shutil.rmtree(dump_root)
     forbidden = machine_paths(args, report)
+    distinct = False
     for path in files:
         got = check_one(path, args, forbidden, problems, dump_root)
         if got:
             seen.add(got)
+            distinct |= "_distinct" in os.path.basename(path)
+    if not distinct:
+        problems.append("no reproducer of a second distinct failure (ops-two-faults) reproduced")
     for want, what in WANTED.items():
         if want not in seen:
             problems.append("no reproducer of %s (KIND %s%s) reproduced" % (what, want[0], ", crashed" if want[1] else ""))

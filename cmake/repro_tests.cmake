@@ -22,6 +22,7 @@ add_test(NAME repro_end_to_end
           --source-dir "${CMAKE_CURRENT_SOURCE_DIR}")
 set_tests_properties(repro_slim repro_checker_teeth repro_end_to_end PROPERTIES
   TIMEOUT 300 ENVIRONMENT "FLAGPROP_SOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}")
+set_tests_properties(repro_end_to_end PROPERTIES TIMEOUT 600)  # a full search and shrink per target (--no-db)
 set_tests_properties(repro_slim PROPERTIES LABELS cpu-unit)
 set_tests_properties(repro_checker_teeth PROPERTIES LABELS cpu-teeth)
 set_tests_properties(repro_end_to_end PROPERTIES LABELS cpu-e2e)

@@ -1212,10 +1212,12 @@ TEST(Cli, NothingTheCodeUnderTestStartsOutlivesTheRun) {
       << out;
   EXPECT_EQ(processesWhoseCommandHas("flagprop-fixture-orphan", "import time"), std::vector<std::string>{});
   const json report = load((dir / "report.json").string());
+  // Each is counted by its entry, not by its command line: a command line
+  // read at the wrong moment can be empty (seen with a `python3` that is a
+  // pyenv shim, which execs twice), and the report then names it "[python3]".
   int outlived = 0;
   for (const auto& l : report.at("targets").at(0).value("left_running", json::array()))
-    outlived +=
-        l.value("outlived", false) && l.value("command", "").find("flagprop-fixture-orphan") != std::string::npos;
+    outlived += l.value("outlived", false);
   EXPECT_EQ(outlived, 4) << report.at("targets").at(0).dump();  // three sessions and the daemon, each its own
   EXPECT_NE(out.find("left a process running after its target process ended"), std::string::npos) << out;
   flagprop::removeTree(dir.string());

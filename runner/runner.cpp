@@ -563,7 +563,7 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
         // Past the limit, a case still compiling (a compilation ended within
         // the window) is given up to the limit again; once it stops
         // compiling for that long it is a hang.
-        const double window = std::min(kStillCompilingSeconds, watch.caseSeconds / 4);
+        const double window = stillCompilingWindow(watch.caseSeconds);
         const double compiledAgo = past && stage == "device" ? stageCompileAge(watch.stagePath) : -1;
         const bool compiling = compiledAgo >= 0 && compiledAgo < window;
         if (past && compiling && now - c.caseSince <= std::chrono::seconds(2 * watch.caseSeconds)) {

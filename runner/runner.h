@@ -163,6 +163,13 @@ double stageCompileAge(const std::string& path);
 /// (ChildResult::stillCompiling): slow, not hung, a health skip.
 constexpr int kStillCompilingSeconds = 60;
 
+/// The still-compiling window for a case limit of `limitSeconds` s:
+/// min(kStillCompilingSeconds, limitSeconds / 4), s. The one rule the watch
+/// (runChildren) applies and the skip's reason states.
+constexpr int stillCompilingWindow(int limitSeconds) {
+  return limitSeconds / 4 < kStillCompilingSeconds ? limitSeconds / 4 : kStillCompilingSeconds;
+}
+
 /// The limit of one case's CPU reference stage, s: CPU ATen on flagprop's
 /// inputs (at most 131072 elements per tensor) takes milliseconds, so a
 /// minute is a hang (e.g. LAPACK on inf input), not a slow case.

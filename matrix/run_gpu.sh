@@ -28,7 +28,9 @@
 #          run of $FLAGPROP_JOBS processes (--jobs, default 16), $FLAGPROP_CASES cases each (default 3),
 #          within --budget $FLAGPROP_BUDGET s (default 420), each failure shrunk for at most
 #          $FLAGPROP_SHRINK_TIME s (--shrink-time, default 20), each property run within $FLAGPROP_RUN_TIME s
-#          (--run-time, default 20); a coverage table, where the time went per
+#          (--run-time, default 20), at most $FLAGPROP_DISTINCT distinct failures per run (--distinct,
+#          default 3; FLAGPROP_SHRINK_TIME=0 FLAGPROP_DISTINCT=1: each overload's verdict, unshrunk,
+#          before any further search); a coverage table, where the time went per
 #          op family, and the failures, one line each
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
@@ -202,7 +204,7 @@ for MODE in "$@"; do
     all-ops)
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" \
+        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-3}" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all" \
         >"$OUTDIR/all.log" 2>&1
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
@@ -213,7 +215,8 @@ for MODE in "$@"; do
       t0=$SECONDS
       from=${FLAGPROP_FROM:-all} into=${FLAGPROP_INTO:-all-rest}
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --continue "$OUTDIR/$from" \
+        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-3}" \
+        --continue "$OUTDIR/$from" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json \
         --report-dir "$OUTDIR/$into" >"$OUTDIR/$into.log" 2>&1
       echo "== all-ops-rest: exit $? in $((SECONDS - t0)) s ($from into $into)"

@@ -46,6 +46,7 @@ std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::str
   if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
   if (t.run.shrinkSeconds >= 0) a.insert(a.end(), {"--shrink-time", std::to_string(t.run.shrinkSeconds)});
   if (t.run.runSeconds >= 0) a.insert(a.end(), {"--run-time", std::to_string(t.run.runSeconds)});
+  if (t.run.distinct > 0) a.insert(a.end(), {"--distinct", std::to_string(t.run.distinct)});
   if (!t.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", t.run.reproduce});
   for (const auto& p : t.selection.properties) a.insert(a.end(), {"--property", p});
   for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});

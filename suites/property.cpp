@@ -5,6 +5,7 @@
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListenerAdapter.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -712,7 +713,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   out.observations["discarded"] = discards.count;
   // Distinct failures: search again with the kinds found so far counted as passes.
   json distinct = json::array();
-  for (int k = 1; k < run.distinct && out.status == "fail" && opts.reproduce.empty(); ++k) {
+  const int distinctMax = opts.distinct > 0 ? std::min(run.distinct, opts.distinct) : run.distinct;
+  for (int k = 1; k < distinctMax && out.status == "fail" && opts.reproduce.empty(); ++k) {
     if (last.kinds.empty()) break;
     if (runOver()) {  // no time left for another search
       out.observations["run_time"] = {{"limit_s", opts.runSeconds}, {"distinct_search", "not started"}};

@@ -163,6 +163,38 @@ TEST(Property, AFlakyDistinctFailureIsNotReportedAsOne) {
   EXPECT_EQ(flaky.at(0).at("reason").get<std::string>().rfind("flaky:", 0), 0u) << flaky.dump();
 }
 
+// --distinct N caps the search for further failures: 1 ends a failing run
+// at its first failure, however many distinct kinds the property has room
+// for; without it the same run reports the second kind too.
+TEST(Property, DistinctOneEndsAFailingRunAtItsFirstFailure) {
+  PropertyRun run = madeUpRun(50);
+  run.generator = rc::gen::map(rc::gen::resize(100, rc::gen::inRange(0, 1000000)), [](int n) { return Case{json(n)}; });
+  run.distinct = 3;
+  int judged = 0;
+  run.judge = [&judged](const Case& c) {
+    ++judged;
+    const int n = c.value.get<int>();
+    const std::string kind = n % 2 ? "odd" : "even";
+    json v = {{"pass", n < 10}, {"reason", kind}, {"kinds", json::array({kind})}};
+    json r = json::object();
+    r["verdicts"]["P1"] = v;
+    return r;
+  };
+  RunOptions opts;
+  opts.seed = 11;
+  const PropertyOutcome all = runProperty(run, opts);
+  ASSERT_EQ(all.status, "fail") << all.reason;
+  ASSERT_EQ(all.observations.value("distinct_failures", json::array()).size(), 1u) << all.observations.dump();
+  const int judgedAll = judged;
+  judged = 0;
+  opts.distinct = 1;
+  const PropertyOutcome first = runProperty(run, opts);
+  ASSERT_EQ(first.status, "fail") << first.reason;
+  EXPECT_FALSE(first.observations.contains("distinct_failures")) << first.observations.dump();
+  EXPECT_EQ(first.counterexample, all.counterexample) << "the same first failure, shrunk the same way";
+  EXPECT_LT(judged, judgedAll) << "no second search ran";
+}
+
 // --run-time: past the run's limit no new case or shrink candidate is
 // judged once one case has been. A run that found no failure passes on the
 // cases that held and says how many of those asked for ran; one with a

@@ -111,6 +111,10 @@ run options (--opt value or --opt=value):
                       counterexample is the smallest failing case found so far, and
                       the reason says so (on a GPU each smaller shape may compile
                       its own kernels)
+  --distinct N        at most N distinct failures per op and dtype, the first
+                      included (default: 3); 1: a failing run ends at its first
+                      failure (a sweep over every overload: no further search
+                      draws new shapes to compile)
   --run-time SEC      how long the runs of one op and dtype may take (default: no
                       limit): past it, once a case has been judged, no new case,
                       shrink step or search for another failure starts; a failure
@@ -279,6 +283,9 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   } else if (opt == "--shrink-time") {
     if (!number(v, n) || n > 86400) return "--shrink-time needs a number of seconds from 0 (no shrinking) to 86400";
     cli.target.run.shrinkSeconds = static_cast<int>(n);
+  } else if (opt == "--distinct") {
+    if (!number(v, n) || n == 0 || n > 16) return "--distinct needs a number from 1 (the first failure only) to 16";
+    cli.target.run.distinct = static_cast<int>(n);
   } else if (opt == "--run-time") {
     if (!number(v, n) || n > 86400) return "--run-time needs a number of seconds from 0 to 86400";
     cli.target.run.runSeconds = static_cast<int>(n);
@@ -363,7 +370,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
         "--manifest",     "--report-dir", "--target",      "--property",  "--op",       "--dtype",        "--cases",
         "--seed",         "--reproduce",  "--timeout",     "--jobs",      "--devices",  "--triton-cache", "--budget",
         "--case-timeout", "--precompile", "--out",         "--repro-dir", "--resume",   "--console-fd",   "--key-fd",
-        "--parent",       "--db",         "--shrink-time", "--continue",  "--run-time", "--claim-dir",    "--shard"};
+        "--parent",       "--db",         "--shrink-time", "--continue",  "--run-time", "--distinct", "--claim-dir",    "--shard"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {

@@ -367,10 +367,11 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
     static const std::vector<std::string> known = {
-        "--manifest",     "--report-dir", "--target",      "--property",  "--op",       "--dtype",        "--cases",
-        "--seed",         "--reproduce",  "--timeout",     "--jobs",      "--devices",  "--triton-cache", "--budget",
-        "--case-timeout", "--precompile", "--out",         "--repro-dir", "--resume",   "--console-fd",   "--key-fd",
-        "--parent",       "--db",         "--shrink-time", "--continue",  "--run-time", "--distinct", "--claim-dir",    "--shard"};
+        "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
+        "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
+        "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
+        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time",
+        "--continue",     "--run-time",   "--distinct",     "--claim-dir",  "--shard"};
     if (std::find(known.begin(), known.end(), opt) == known.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {

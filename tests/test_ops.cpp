@@ -428,6 +428,19 @@ TEST(OpTeeth, P6JudgesInPlaceAndViewOpsAsATenAliasesThem) {
   }
 }
 
+// The schema is the contract on aliasing. atleast_1d's return carries no
+// alias annotation, so fresh storage is within it although ATen returns its
+// input itself (as CUDA's channel_shuffle does with one group): P6 holds and
+// the case's class says so. Judged by what ATen did instead, P6 failed.
+TEST(OpTeeth, FreshStorageWhereTheSchemaReturnsANewTensorIsNoFinding) {
+  const auto o = test::runFixtureOp("ops-schema-modes", "P6", "atleast_1d", "float32", 40);
+  EXPECT_EQ(o.status, "pass") << o.reason;
+  bool noted = false;
+  for (const auto& d : o.observations.value("distribution", json::array()))
+    noted |= d.value("class", "").find("fresh storage where ATen's output is a view") != std::string::npos;
+  EXPECT_TRUE(noted) << o.observations.dump();
+}
+
 // A fault planted on a storage offset, with 15 of 16 calls from a layout
 // palette: the counterexample shrinks to a minimal layout (one element or a
 // 0-d view at offset 1), not to the palette's shape.

@@ -170,6 +170,8 @@ def _judge_op(target, case, obs, judging):
         tag += ", the op raised (outputs unchecked)"
     if findings.get("overlap_refusals"):  # ATen's own refusal: information, never a finding
         tag += ", refused to write an overlapping input"
+    if findings.get("fresh_where_aten_views"):  # within the schema: information, never a finding
+        tag += ", fresh storage where ATen's output is a view"
     if findings.get("control"):  # information, never a finding (docs/control.md)
         tag += ", the stock path differs from CPU ATen" if any(
             "differs from CPU ATen" in n for n in findings["control"]) else ", no stock kernel"
@@ -379,6 +381,7 @@ def _describe_op(ev):
     lines += ["aliasing: " + f for f in ev["aliasing"]]
     lines += ["control (the stock path): " + n for n in ev.get("control") or []]
     lines += ["note: " + n for n in ev.get("overlap_refusals") or []]
+    lines += ["note: " + n for n in ev.get("fresh_where_aten_views") or []]
     return lines
 
 

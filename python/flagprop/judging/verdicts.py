@@ -616,18 +616,27 @@ def _check_inputs(rec, where, aliasing, written=(), relaid=None):
                     what, at, _num(float(before[at].double())), _num(float(now_cpu[at].double()))))
 
 
-def _check_alias(o, inputs, aten_aliases, mode, out, aliasing):
+def _check_alias(o, inputs, aten_aliases, mode, out, aliasing, fresh_ok=False, fresh=None):
     """An output shares storage with exactly the inputs ATen's output shares
     (``aten_aliases``: its views, in-place results and reshapes that could
     be views; CPU ATen's, or the stock path's where the target has a
-    control), else it is fresh; an in-place op returns self itself."""
+    control), else it is fresh; an in-place op returns self itself.
+    ``fresh_ok``: the op's schema returns a new tensor (no alias annotation
+    on its returns), so fresh storage is within its contract even where
+    ATen's output happens to be a view (CUDA's ``channel_shuffle`` with one
+    group returns a view of its input): that goes to ``fresh``, a note, not
+    to ``aliasing``."""
     for j, snap in enumerate(inputs):
         t = snap["tensor"]
         shares = _overlap(o, t)
         if shares and j not in aten_aliases:
             aliasing.append("%s shares storage with input %d (no fresh storage)" % (out, j))
         elif not shares and j in aten_aliases and o.numel() and t.numel():
-            aliasing.append("%s does not share storage with input %d; ATen's output is a view of it" % (out, j))
+            if fresh_ok:
+                fresh.append("%s is fresh storage where ATen's is a view of input %d; the schema returns a new "
+                             "tensor, so either is within it" % (out, j))
+            else:
+                aliasing.append("%s does not share storage with input %d; ATen's output is a view of it" % (out, j))
     if mode == "inplace" and inputs:
         self_ = inputs[0]["tensor"]
         if not (o.data_ptr() == self_.data_ptr() and list(o.shape) == list(self_.shape)
@@ -747,16 +756,21 @@ def _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numer
     numerics.append("%s: differs from the stock path: %s (%s)" % (out, f, side))
 
 
-def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals):
+def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals, fresh):
     """P5 / P6 findings of one pass (unpatched or patched) over the calls:
     against the control (the same call through the device's stock path,
     docs/control.md) where the target has one and it returned, else against
     CPU ATen. ``notes`` gets what is information, not a finding: the stock
     path differing from CPU ATen, or having no kernel; ``refusals`` the
     calls that refused to write an overlapping input
-    (``_refused_overlapping_write``), with or without a control."""
+    (``_refused_overlapping_write``), with or without a control; ``fresh``
+    the outputs in fresh storage where ATen's happens to be a view though
+    the schema returns a new tensor (``_check_alias``)."""
     outputs_rule = judging.get("outputs") or []
     mode = judging.get("mode", "functional")
+    # A schema-derived entry's "functional": no return carries an alias
+    # annotation (catalog/schema_ops.cpp). Hand-written entries have no schema.
+    fresh_ok = mode == "functional" and bool(judging.get("schema"))
     control = obs.get("control")
     raised = 0
     for k, rec in enumerate(pas["calls"]):
@@ -836,7 +850,7 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusal
                 aliases = [j for j, s in enumerate(ctl["inputs"]) if _overlap(ctl["outputs"][i], s["tensor"])]
             else:
                 aliases = (ex or {}).get("aliases", [])
-            _check_alias(o, rec["inputs"], aliases, mode, out, aliasing)
+            _check_alias(o, rec["inputs"], aliases, mode, out, aliasing, fresh_ok, fresh)
             for j in range(i):
                 if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
                     aliasing.append("%s shares storage with output %d" % (out, j))
@@ -911,18 +925,20 @@ def op_findings(obs, case, judging):
     rejected = control_rejects(obs)
     if rejected:  # the sample is invalid on this device: no finding either way
         return {"discard": "the stock path rejects call %d: %s" % rejected}
-    numerics, aliasing, notes, refusals = [], [], [], []
+    numerics, aliasing, notes, refusals, fresh = [], [], [], [], []
     passes = obs["passes"]
     active = obs["fast_path"] == "active"
     raised = 0
     for pas in passes:
         tag = " (%s)" % pas["name"] if active else ""
-        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals)
+        raised += _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusals, fresh)
     out = {"numerics": numerics, "aliasing": aliasing, "fast_path": obs["fast_path"], "calls_raised": raised}
     if obs.get("control") is not None:
         out["control"] = sorted(set(notes))[:10]  # what the stock path did that CPU ATen does not
     if refusals:
         out["overlap_refusals"] = sorted(set(refusals))[:10]
+    if fresh:
+        out["fresh_where_aten_views"] = sorted(set(fresh))[:10]
     if active:
         differ = _patched_vs_unpatched(passes[0], passes[1], numerics)
         out["patched_vs_unpatched"] = "differ" if differ else "equal"

@@ -74,8 +74,8 @@ struct RunOptions {
   /// FlagGems autotuning), so a limit bounds a run over every overload.
   int runSeconds = -1;
   /// At most this many distinct failures per property run (the first
-  /// included); 0, the default: each run's own PropertyRun::distinct (3 for
-  /// op runs). 1 ends a failing run at its first failure: a sweep over
+  /// included); it lowers PropertyRun::distinct, never raises it; 0, the
+  /// default: each run's own (3 for op runs). 1 ends a failing run at its first failure: a sweep over
   /// every overload that wants each one's verdict before any second failure
   /// (on a GPU each further search draws new shapes, which compile).
   int distinct = 0;

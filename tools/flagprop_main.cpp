@@ -111,10 +111,11 @@ run options (--opt value or --opt=value):
                       counterexample is the smallest failing case found so far, and
                       the reason says so (on a GPU each smaller shape may compile
                       its own kernels)
-  --distinct N        at most N distinct failures per op and dtype, the first
-                      included (default: 3); 1: a failing run ends at its first
-                      failure (a sweep over every overload: no further search
-                      draws new shapes to compile)
+  --distinct N        at most N distinct failures per property run, the first
+                      included: it lowers what a property searches for (3 for
+                      P5 / P6), never raises it; 1: a failing run ends at its
+                      first failure (a sweep over every overload: no further
+                      search draws new shapes to compile)
   --run-time SEC      how long the runs of one op and dtype may take (default: no
                       limit): past it, once a case has been judged, no new case,
                       shrink step or search for another failure starts; a failure

@@ -616,7 +616,7 @@ def _check_inputs(rec, where, aliasing, written=(), relaid=None):
                     what, at, _num(float(before[at].double())), _num(float(now_cpu[at].double()))))
 
 
-def _check_alias(o, inputs, aten_aliases, mode, out, aliasing, fresh_ok=False, fresh=None):
+def _check_alias(o, inputs, aten_aliases, mode, out, aliasing, fresh_ok, fresh):
     """An output shares storage with exactly the inputs ATen's output shares
     (``aten_aliases``: its views, in-place results and reshapes that could
     be views; CPU ATen's, or the stock path's where the target has a
@@ -921,7 +921,15 @@ def op_findings(obs, case, judging):
     sizes, strides, storage offset and version counter; earlier outputs
     unchanged by later calls). Both paths are judged when the installer is
     active: a fault on the unpatched path is as real as one on the patched
-    path."""
+    path. Fresh storage is judged against the aliasing ATen shows; for a
+    schema-derived entry of mode "functional" (no return carries an alias
+    annotation), fresh storage where ATen's output happens to be a view is
+    within the schema: a note, not a finding.
+
+    Notes, information and never findings, where there are any:
+    ``control`` (what the stock path did that CPU ATen does not),
+    ``overlap_refusals`` (ATen's own refusal to write an overlapping input),
+    ``fresh_where_aten_views`` (the rule above)."""
     rejected = control_rejects(obs)
     if rejected:  # the sample is invalid on this device: no finding either way
         return {"discard": "the stock path rejects call %d: %s" % rejected}

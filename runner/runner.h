@@ -151,8 +151,9 @@ struct CaseWatch {
 /// or "" (another part of the case, no file, or a path of "").
 std::string readStage(const std::string& path);
 
-/// Seconds since the case in flight last finished a Triton compilation
-/// (flagprop.engine.ops._compiled_now stamps the stage file after each one, on the
+/// Seconds since the case in flight last finished a Triton compilation or
+/// an autotuner's benchmark of one config (flagprop.engine.ops._compiled_now
+/// stamps the stage file after each one, on the
 /// monotonic clock that std::chrono::steady_clock reads on Linux), or -1:
 /// no stamp this case (nothing compiled, no file). A case past its time
 /// limit that compiled a moment ago is still compiling or autotuning.

@@ -288,8 +288,9 @@ class TargetProcesses {
       // compiling at once slow each other): slow, not hung; nothing judged.
       o.status = "skip";
       o.reason = "health: the op ran past twice --case-timeout (" + std::to_string(opts_.caseTimeoutSeconds) +
-                 " s) on a generated case while Triton was still compiling its kernels (a compilation ended in the " +
-                 "last " + std::to_string(stillCompilingWindow(opts_.caseTimeoutSeconds)) +
+                 " s) on a generated case while Triton was still compiling its kernels or autotuning them (a " +
+                 "compilation or an autotuner's benchmark ended in the last " +
+                 std::to_string(stillCompilingWindow(opts_.caseTimeoutSeconds)) +
                  " s): a slow compile or autotune, not a hang; the op was not judged (run it alone, or with a " +
                  "longer --case-timeout)";
       o.observations["crash_in"] = "compiling";

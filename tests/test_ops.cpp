@@ -379,6 +379,55 @@ res += [findings(err, expanded, True, writes=()), findings("RuntimeError: boom",
   EXPECT_EQ(toJson(scope["res"]), json({{0, 0, 1}, {0, 0, 1}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}}));
 }
 
+// A case autotuning past its time limit is slow, not hung: every benchmark
+// of one config by Triton's autotuner stamps the stage file as a compilation
+// does (the watch reads the stamp: runner.h, stageCompileAge). A benchmark
+// that raises (or never returns) stamps nothing; stamping twice does not wrap
+// twice; a Triton without Autotuner._bench is left alone. Without the stamp,
+// FlagGems autotuning addmv on a shared H200 was called a hang.
+TEST(Ops, AnAutotunerBenchmarkStampsTheStageFile) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  scope["path"] = (std::filesystem::temp_directory_path() / ("flagprop-stage-" + std::to_string(getpid()))).string();
+  py::exec(R"(
+import os, types
+from flagprop.engine import ops
+
+class Autotuner:
+    def _bench(self, *args, config=None, **meta):
+        if config == "bad":
+            raise RuntimeError("out of resources")
+        return [1.0, 1.0, 1.0]
+
+triton = types.SimpleNamespace(runtime=types.SimpleNamespace(autotuner=types.SimpleNamespace(Autotuner=Autotuner)))
+saved = dict(ops._STAGE)
+ops._STAGE.clear()
+ops._STAGE.update({"path": path, "fd": None})
+try:
+    def stamp():
+        with open(path, "rb") as f:
+            return f.read()[16:].strip()
+    open(path, "wb").close()
+    hooked = [ops.stamp_autotuner_benchmarks(triton), ops.stamp_autotuner_benchmarks(triton)]
+    once = Autotuner._bench.__wrapped__.__name__ == "_bench"
+    try:
+        Autotuner()._bench(config="bad")
+    except RuntimeError:
+        pass
+    after_raise = stamp()
+    timing = Autotuner()._bench(1, 2, config="good")
+    after_bench = stamp()
+    bare = ops.stamp_autotuner_benchmarks(types.SimpleNamespace())
+finally:
+    ops._STAGE.clear()
+    ops._STAGE.update(saved)
+    os.unlink(path)
+ok = [hooked, once, after_raise == b"", timing, bool(after_bench) and float(after_bench) > 0, bare]
+)",
+           scope);
+  EXPECT_EQ(toJson(scope["ok"]), json::parse(R"([[true, true], true, true, [1.0, 1.0, 1.0], true, false])"));
+}
+
 // P6 compares an input's layout after the call as PyTorch's reference checks
 // do: a stride of a size-1 dimension, or any stride or offset of an empty
 // tensor, addresses no element and is no finding (FlagGems' unsqueeze_ gives

@@ -851,7 +851,9 @@ def setup(target, op_names):
     imports lazily, registers FlagGems' kernels for the
     catalog ops where the target asks for it, and counts Triton compilations
     (``triton.knobs.runtime.jit_post_compile_hook``) where Triton has that
-    hook. Returns {"enabled": [...], "compile_counter": bool}."""
+    hook; compilations and the autotuner's benchmarks stamp the stage file
+    (``stamp_autotuner_benchmarks``). Returns {"enabled": [...],
+    "compile_counter": bool}."""
     out = {"enabled": [], "compile_counter": False}
     _import_lazy_reference_modules()
     ops = target.get("ops") or {"kind": "aten"}
@@ -878,8 +880,39 @@ def setup(target, op_names):
 
         runtime.jit_post_compile_hook = counting_hook
         _STATE["hooked"] = True
+    if triton is not None:
+        stamp_autotuner_benchmarks(triton)
     out["compile_counter"] = _STATE["hooked"]
     return out
+
+
+def stamp_autotuner_benchmarks(triton):
+    """Makes every benchmark of one config by Triton's autotuner
+    (``triton.runtime.autotuner.Autotuner._bench``, which FlagGems'
+    ``LibTuner`` calls per config) stamp the stage file as a compilation
+    does (``_compiled_now``), once it returns: a case autotuning past its
+    time limit (benchmarking configs whose kernels compiled earlier, on a
+    GPU shared by several processes) is slow, not hung. A benchmark that
+    never returns stamps nothing, so a hung kernel is still a hang. Once per
+    process; returns whether the autotuner is stamped (False: this Triton
+    has no ``Autotuner._bench``)."""
+    autotuner = getattr(getattr(triton, "runtime", None), "autotuner", None)
+    cls = getattr(autotuner, "Autotuner", None)
+    bench = getattr(cls, "_bench", None)
+    if bench is None:
+        return False
+    if getattr(bench, "_flagprop_stamps", False):
+        return True
+
+    def stamping_bench(self, *args, **kwargs):
+        result = bench(self, *args, **kwargs)
+        _compiled_now()
+        return result
+
+    stamping_bench._flagprop_stamps = True
+    stamping_bench.__wrapped__ = bench
+    cls._bench = stamping_bench
+    return True
 
 
 def compile_count():

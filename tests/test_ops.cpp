@@ -428,6 +428,48 @@ ok = [hooked, once, after_raise == b"", timing, bool(after_bench) and float(afte
   EXPECT_EQ(toJson(scope["ok"]), json::parse(R"([[true, true], true, true, [1.0, 1.0, 1.0], true, false])"));
 }
 
+// Where the op under test is CPU ATen itself (stock ATen on the CPU), its
+// calls are the reference's too: the stage file says "reference" while they
+// run, so a process that dies there (LibTorch 1.13's
+// max_pool3d_with_indices_backward aborting on a heap the reference stage
+// corrupted, found from a default run's random seed) is a health skip, not a
+// finding. A module fixture's op is the op under test: "device".
+TEST(Ops, WhereTheOpIsCpuATenItsCallsAreTheReferenceStage) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("flagprop-op-stage-" + std::to_string(getpid()))).string();
+  const json tanhCase = json::parse(R"({"op": "tanh", "dtype": "float32", "calls": [{
+      "args": [{"tensor": 0}], "kwargs": {},
+      "tensors": [{"dtype": "float32", "offset": 0, "seed": 3, "shape": [4], "specials": [],
+                   "storage": 4, "strides": [1], "values": "normal"}]}]})");
+  auto point = [&path](bool on) {
+    py::gil_scoped_acquire gil;
+    py::dict scope;
+    scope["path"] = path;
+    scope["on"] = on;
+    py::exec(R"(
+from flagprop.engine import ops
+if on:
+    ops._STAGE.clear()
+    ops._STAGE.update({"path": path, "fd": None})
+else:
+    ops._STAGE.clear()
+)",
+             scope);
+  };
+  std::vector<std::string> stages;
+  for (const char* target : {"aten-cpu", "well-behaved"}) {
+    point(true);
+    const json r = test::fixtureSession(target).check("op", tanhCase, findOp("tanh")->judging);
+    point(false);
+    std::string stage = readFile(path).substr(0, 16);
+    stage.erase(stage.find_last_not_of(' ') + 1);
+    stages.push_back(stage);
+    EXPECT_TRUE(r.contains("verdicts")) << target << ": " << r.dump();
+  }
+  std::filesystem::remove(path);
+  EXPECT_EQ(stages, (std::vector<std::string>{"reference", "device"}));
+}
+
 // P6 compares an input's layout after the call as PyTorch's reference checks
 // do: a stride of a size-1 dimension, or any stride or offset of an empty
 // tensor, addresses no element and is no finding (FlagGems' unsqueeze_ gives

@@ -756,11 +756,18 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         rejected = verdicts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
             return {"discard": "the stock path rejects call %d: %s" % rejected}
-    _stage("device")
+    op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"
+    # Where the op under test is CPU ATen itself, its calls are the
+    # reference's too: a process that dies or hangs there died in CPU ATen on
+    # a generated case (a health skip, as in the reference stage), never the
+    # op's finding. A heap that CPU ATen corrupted in the reference stage can
+    # also abort the process only here, at a later free (LibTorch 1.13's
+    # max_pool3d_with_indices_backward: "double free or corruption").
+    _stage("reference" if op_is_reference else "device")
     passes = [_run_pass(runner, case, cpu_inputs, device, "unpatched")]
     inst = runner.install()
     obs = {"cpu_inputs": cpu_inputs, "expected": expected, "relaid": relaid, "writes": writes, "passes": passes,
-           "op_is_reference": device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"}
+           "op_is_reference": op_is_reference}
     if not inst["present"]:
         obs["fast_path"] = "no installer"
     elif not inst["active"]:

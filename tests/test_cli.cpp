@@ -323,32 +323,6 @@ TEST(Cli, ACaseThatKillsOrHangsTheProcessIsRecordedAndTheRunGoesOn) {
   flagprop::removeTree(dir.string());
 }
 
-// --distinct reaches the target process: ops-two-faults' tanh has two
-// distinct faults; with --distinct 1 the run ends at the first, without it
-// the second is reported too.
-TEST(Cli, DistinctReachesTheTargetProcess) {
-  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-distinct-" + std::to_string(getpid()));
-  flagprop::removeTree(dir.string());
-  const std::string manifest = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/ops-two-faults.json";
-  std::vector<size_t> found;
-  for (const std::string extra : {" --distinct 1", ""}) {
-    const fs::path rd = dir / (extra.empty() ? "default" : "one");
-    std::string out;
-    EXPECT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --no-db --seed 5 --property P5/tanh/float32" + extra +
-                     " --manifest " + manifest + " --report-dir " + rd.string(),
-                 &out),
-              0)
-        << out;
-    const json report = load((rd / "report.json").string());
-    const json* r = result(report, "fixture-ops-two-faults", "P5");
-    ASSERT_NE(r, nullptr) << out;
-    EXPECT_EQ(r->at("status"), "fail") << r->dump();
-    found.push_back(r->at("observations").value("distinct_failures", json::array()).size());
-  }
-  EXPECT_EQ(found, (std::vector<size_t>{0, 1})) << "--distinct 1: the first failure only; default: both";
-  flagprop::removeTree(dir.string());
-}
-
 TEST(Cli, ThreadsAndProcessesTheCodeUnderTestLeavesRunningAreReported) {
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-left-running-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
@@ -1080,6 +1054,28 @@ fs::path testDir(const std::string& what) {
   const fs::path dir = fs::temp_directory_path() / ("flagprop-test-" + what + "-" + std::to_string(getpid()));
   flagprop::removeTree(dir.string());
   return dir;
+}
+
+// --distinct reaches the target process: ops-two-faults' tanh has two
+// distinct faults; with --distinct 1 the run ends at the first, without it
+// the second is reported too.
+TEST(Cli, DistinctReachesTheTargetProcess) {
+  std::vector<size_t> found;
+  for (const std::string extra : {" --distinct 1", ""}) {
+    const fs::path dir = testDir(extra.empty() ? "distinct-default" : "distinct-one");
+    std::string out;
+    EXPECT_EQ(sh(kFp + " run --no-db --seed 5 --property P5/tanh/float32" + extra + " --manifest " + kTargets +
+                     "ops-two-faults.json --report-dir " + dir.string(),
+                 &out),
+              0)
+        << out;
+    const json report = load((dir / "report.json").string());
+    const json* r = result(report, "fixture-ops-two-faults", "P5");
+    ASSERT_NE(r, nullptr) << out;
+    EXPECT_EQ(r->at("status"), "fail") << r->dump();
+    found.push_back(r->at("observations").value("distinct_failures", json::array()).size());
+  }
+  EXPECT_EQ(found, (std::vector<size_t>{0, 1})) << "--distinct 1: the first failure only; default: both";
 }
 
 // Starts `flagprop run ARGS --report-dir DIR` in a process group of its own,

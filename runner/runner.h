@@ -155,9 +155,15 @@ std::string readStage(const std::string& path);
 /// an autotuner's benchmark of one config (flagprop.engine.ops._compiled_now
 /// stamps the stage file after each one, on the
 /// monotonic clock that std::chrono::steady_clock reads on Linux), or -1:
-/// no stamp this case (nothing compiled, no file). A case past its time
-/// limit that compiled a moment ago is still compiling or autotuning.
+/// no stamp this case (nothing compiled, no file, or a stamp more than
+/// kStampSlackSeconds ahead of now: not this clock's). A stamp up to that far
+/// ahead reads as 0 (its text was rounded up). A case past its time limit
+/// that compiled a moment ago is still compiling or autotuning.
 double stageCompileAge(const std::string& path);
+
+/// How far ahead of the reader's clock a compile stamp may be and still
+/// count as just written, s (the stamp's text is rounded).
+constexpr double kStampSlackSeconds = 1.0;
 
 /// How recent (s; at most a quarter of the case limit) a case's last Triton
 /// compilation must be for it to count as still compiling

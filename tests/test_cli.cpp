@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -278,6 +280,42 @@ TEST(Cli, ACaseStillCompilingAtItsTimeLimitIsNoHang) {
     EXPECT_NE(hung->at("reason").get<std::string>().find("timed out on one case"), std::string::npos) << hung->dump();
   }
   flagprop::removeTree(dir.string());
+}
+
+// The watch's reading of a compile stamp (runner.h, stageCompileAge): a
+// stamp written a moment ago reads as 0 s old even where its text was rounded
+// up past the reader's clock (which once stopped a case that was still
+// compiling as a hang: 16 of 25,236 reads of a "%.3f" stamp were ahead);
+// an old stamp reads as its age; no stamp, or one far ahead (not this
+// clock's), as -1.
+TEST(Watch, AStampRoundedUpPastTheClockIsJustWrittenNotMissing) {
+  const std::string path =
+      (fs::temp_directory_path() / ("flagprop-stamp-" + std::to_string(getpid()))).string();
+  const auto writeStamp = [&](const std::string& stamp) {
+    std::ofstream f(path, std::ios::trunc);
+    f << "device          " << stamp;
+  };
+  const auto nowPlus = [](double s) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.6f",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count() + s);
+    return std::string(text);
+  };
+  writeStamp(nowPlus(0.0004));  // "%.3f" rounds up by as much as 0.0005 s
+  const double ahead = flagprop::stageCompileAge(path);
+  EXPECT_GE(ahead, 0.0);
+  EXPECT_LT(ahead, 0.5);
+  writeStamp(nowPlus(-2.0));
+  const double old = flagprop::stageCompileAge(path);
+  EXPECT_GT(old, 1.9);
+  EXPECT_LT(old, 10.0);
+  writeStamp(nowPlus(60.0));
+  EXPECT_EQ(flagprop::stageCompileAge(path), -1);
+  writeStamp("");
+  EXPECT_EQ(flagprop::stageCompileAge(path), -1);
+  EXPECT_EQ(flagprop::readStage(path), "device");
+  fs::remove(path);
+  EXPECT_EQ(flagprop::stageCompileAge(path), -1);
 }
 
 // An op that kills its process on one layout and one that hangs on another:

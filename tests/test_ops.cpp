@@ -379,6 +379,40 @@ res += [findings(err, expanded, True, writes=()), findings("RuntimeError: boom",
   EXPECT_EQ(toJson(scope["res"]), json({{0, 0, 1}, {0, 0, 1}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}, {1, 0, 0}}));
 }
 
+// A compile stamp is never later than its write: the watch reads it against
+// its own clock right after (runner.h, stageCompileAge), and a "%.3f" stamp
+// read within its rounding read as the future in about half of these tries.
+TEST(Ops, ACompileStampIsNeverAheadOfTheClock) {
+  py::gil_scoped_acquire gil;
+  py::dict scope;
+  scope["path"] = (std::filesystem::temp_directory_path() / ("flagprop-stamp-" + std::to_string(getpid()))).string();
+  py::exec(R"(
+import os, time
+from flagprop.engine import ops
+
+saved = dict(ops._STAGE)
+ops._STAGE.clear()
+ops._STAGE.update({"path": path, "fd": None})
+ahead = stamps = 0
+try:
+    open(path, "wb").close()
+    for _ in range(400):
+        ops._compiled_now()
+        now = time.monotonic()
+        with open(path, "rb") as f:
+            at = float(f.read()[16:40])
+        stamps += 1
+        ahead += at > now
+finally:
+    ops._STAGE.clear()
+    ops._STAGE.update(saved)
+    os.unlink(path)
+)",
+           scope);
+  EXPECT_EQ(scope["stamps"].cast<int>(), 400);
+  EXPECT_EQ(scope["ahead"].cast<int>(), 0);
+}
+
 // A case autotuning past its time limit is slow, not hung: every benchmark
 // of one config by Triton's autotuner stamps the stage file as a compilation
 // does (the watch reads the stamp: runner.h, stageCompileAge). A benchmark

@@ -289,8 +289,7 @@ TEST(Cli, ACaseStillCompilingAtItsTimeLimitIsNoHang) {
 // an old stamp reads as its age; no stamp, or one far ahead (not this
 // clock's), as -1.
 TEST(Watch, AStampRoundedUpPastTheClockIsJustWrittenNotMissing) {
-  const std::string path =
-      (fs::temp_directory_path() / ("flagprop-stamp-" + std::to_string(getpid()))).string();
+  const std::string path = (fs::temp_directory_path() / ("flagprop-stamp-" + std::to_string(getpid()))).string();
   const auto writeStamp = [&](const std::string& stamp) {
     std::ofstream f(path, std::ios::trunc);
     f << "device          " << stamp;

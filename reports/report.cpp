@@ -508,8 +508,12 @@ void header(std::ostringstream& md, const json& report) {
     std::string manifests;
     for (const auto& m : prov.value("manifests", json::array())) manifests += " --manifest " + m.get<std::string>();
     const std::string seed = prov.value("seed", std::string("?"));
-    md << "- seed: `" << seed << "` (rerun the whole run: `" << prov.value("flagprop", std::string("flagprop"))
-       << " run" << manifests << " --seed " << seed << " --report-dir flagprop-rerun`)\n";
+    // The run's own command with its seed (a report of an older flagprop has
+    // no "rerun": its manifests and seed).
+    const std::string rerun =
+        prov.value("rerun", prov.value("flagprop", std::string("flagprop")) + " run" + manifests + " --seed " + seed +
+                                " --report-dir flagprop-rerun");
+    md << "- seed: `" << seed << "` (rerun the whole run: `" << rerun << "`)\n";
   }
   if (prov.contains("versions") && prov.at("versions").is_object() && !prov.at("versions").empty()) {
     // "python 3.12.3, torch 2.11.0, triton 3.6.0, flag_gems not importable"

@@ -281,7 +281,7 @@ std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
                     : "target process exited (code " + std::to_string(r.exitCode) + ") before finishing its properties";
 }
 
-PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
+PropertyOutcome crashOutcome(const json& inflight, const std::string& why, const Target& t) {
   const std::string key = inflight.value("key", std::string());
   const auto a = key.find('/'), b = key.find('/', a == std::string::npos ? a : a + 1);
   const PropertyDef* def = findProperty(key.substr(0, a));
@@ -292,7 +292,10 @@ PropertyOutcome crashOutcome(const json& inflight, const std::string& why) {
   if (a != std::string::npos && b != std::string::npos) {
     o.op = key.substr(a + 1, b - a - 1);
     o.dtype = key.substr(b + 1);
-    if (const OpEntry* e = findOp(o.op)) o.judging = e->judging;
+    // The entry the run used: where a hand-written entry lacks the dtype, a
+    // target calling ATen runs the schema-derived one (findOp would give the
+    // hand-written entry, and the reproducer would judge without the schema).
+    if (const OpEntry* e = targetEntry(t, o.op, o.dtype)) o.judging = e->judging;
   }
   o.status = "fail";
   o.reason = "the " + why + " on this case (kept unshrunk: the process that would shrink it is gone)";

@@ -245,11 +245,13 @@ json capturedOutput(const std::vector<std::string>& paths, size_t keep = 40);
 /// (Segmentation fault)", "... timed out after N s", "... exited ...".
 std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds);
 
-/// After a child died on the case in `inflight` ({"key": run key, "case"}):
-/// the failed outcome of that run, its case the counterexample (not shrunk:
-/// the process that would have shrunk it is gone), `observations.crash` the
-/// reason. Throws std::invalid_argument when `inflight` names no run.
-PropertyOutcome crashOutcome(const json& inflight, const std::string& why);
+/// After a child of target `t` died on the case in `inflight` ({"key": run
+/// key, "case"}): the failed outcome of that run, its case the
+/// counterexample (not shrunk: the process that would have shrunk it is
+/// gone), `observations.crash` the reason, its judging that of the entry
+/// the run used (targetEntry), which its reproducer judges by. Throws
+/// std::invalid_argument when `inflight` names no run.
+PropertyOutcome crashOutcome(const json& inflight, const std::string& why, const Target& t);
 
 /// The target document a child wrote to `outPath` (read back), completed
 /// with what the parent saw: a crash, a timeout or an exit before the child

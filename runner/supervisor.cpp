@@ -107,10 +107,11 @@ std::string freshKey() {
 // fresh one after each crash in a case, lost device or flaky result.
 class TargetProcesses {
  public:
-  TargetProcesses(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
+  TargetProcesses(const SupervisorOptions& opts, const Target& t, const std::string& manifest, const std::string& out,
                   const std::string& reproDir, const std::optional<std::vector<std::string>>& plan,
                   std::vector<std::string> env)
       : opts_(opts),
+        target_(t),
         manifest_(manifest),
         out_(out),
         reproDir_(reproDir),
@@ -246,7 +247,7 @@ class TargetProcesses {
     }
     if (!fly.is_object() || doc.value("status", "") != "ok") return std::nullopt;
     try {
-      PropertyOutcome o = crashOutcome(fly, why);
+      PropertyOutcome o = crashOutcome(fly, why, target_);
       if (plannable_ && std::find(planned_.begin(), planned_.end(), o.key()) == planned_.end()) return std::nullopt;
       return o;
     } catch (const std::invalid_argument&) {  // a record the code under test wrote: no run of this target
@@ -316,6 +317,7 @@ class TargetProcesses {
   }
 
   const SupervisorOptions& opts_;
+  const Target& target_;
   const std::string manifest_, out_, reproDir_;
   const bool plannable_;                    // the run keys it is launched for are known
   const std::vector<std::string> planned_;  // from the manifest and the catalog alone
@@ -601,7 +603,7 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
   for (const auto& key : named.empty() ? targetProperties(t) : named) opProps = opProps || isOpScoped(key);
   const size_t jobs = std::min<size_t>(static_cast<size_t>(std::max(opts.jobs, 1)), ops.size());
   if (jobs <= 1 || !opProps)
-    return TargetProcesses(opts, manifest, out, reproDir, planOf(manifest, opts.target.selection), shardEnv(opts, 0))
+    return TargetProcesses(opts, t, manifest, out, reproDir, planOf(manifest, opts.target.selection), shardEnv(opts, 0))
         .run();
   std::vector<json> docs(jobs);
   std::vector<SupervisorOptions> shards;
@@ -627,7 +629,7 @@ json superviseFresh(const SupervisorOptions& opts, const Target& t, const std::s
   std::vector<std::thread> threads;
   for (size_t k = 0; k < jobs; ++k)
     threads.emplace_back([&, k]() {
-      docs[k] = TargetProcesses(shards[k], manifest, parts[k], reproDir, std::nullopt, shardEnv(opts, k)).run();
+      docs[k] = TargetProcesses(shards[k], t, manifest, parts[k], reproDir, std::nullopt, shardEnv(opts, k)).run();
     });
   for (auto& th : threads) th.join();
   removeTree(claims);

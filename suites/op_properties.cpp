@@ -371,6 +371,10 @@ PropertyRun timingOpRun(TargetSession& s, const PropertyDef& def, const OpEntry&
   return timingRun(s, def, entry, dtype, cases);
 }
 
+const OpEntry* targetEntry(const Target& t, const std::string& op, const std::string& dtype) {
+  return opIn(op, dtype, t.ops.kind == "aten");  // ATen's own kernels take what its schema does
+}
+
 std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,
                                      const Selection& sel) {
   std::vector<PlannedOpRun> out;
@@ -395,7 +399,7 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
     for (const auto& dtype : t.dtypes.empty() || ownDtypes ? defaults : t.dtypes) {
       // Every dtype the target asks for ends as a result: run by the entry
       // that takes it, or a skip that says why none does.
-      const OpEntry* e = opIn(name, dtype, fallback);
+      const OpEntry* e = targetEntry(t, name, dtype);
       for (const auto* d : defs)
         if (sel.takes(d->id, name, dtype))
           out.push_back({d, e, name, dtype, e ? "" : "not run in " + dtype + ": " + whyNotIn(name, dtype, fallback)});

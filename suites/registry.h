@@ -115,6 +115,12 @@ struct PlannedOpRun {
   std::string key() const { return def->id + "/" + op + "/" + dtype; }
 };
 
+/// The catalog entry target `t` runs `op` in `dtype` with: opIn, falling
+/// back to the entry derived from the overload's schema where `t` calls ATen
+/// itself (ops kind "aten"); nullptr when none takes `dtype`. planOpRuns
+/// plans with it and the supervisor judges a crashed case with it.
+const OpEntry* targetEntry(const Target& t, const std::string& op, const std::string& dtype);
+
 /// The op property runs of `defs` for every op and dtype of `t` that `sel`
 /// takes, in run order (the runs of one op and dtype next to each other).
 std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,

@@ -2,7 +2,9 @@
 // reproducers under plain python3, crash isolation and bad manifests.
 #include "core/files.h"
 #include "core/python.h"
+#include "catalog/catalog.h"
 #include "runner/runner.h"
+#include "targets/manifest.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -315,6 +317,26 @@ TEST(Watch, AStampRoundedUpPastTheClockIsJustWrittenNotMissing) {
   EXPECT_EQ(flagprop::readStage(path), "device");
   fs::remove(path);
   EXPECT_EQ(flagprop::stageCompileAge(path), -1);
+}
+
+// A case that ended its process is recorded with the judging of the entry
+// its run used: a target calling ATen runs log in int32 by the entry derived
+// from log's schema (the hand-written one takes floating dtypes only), and
+// the crash's result, whose reproducer judges by it, carries that schema.
+TEST(Crash, ACrashedCaseIsJudgedByTheEntryItsRunUsed) {
+  const flagprop::Target aten = flagprop::loadTarget(std::string(FLAGPROP_SOURCE_DIR) +
+                                                     "/fixtures/targets/aten-cpu-flaggems-overloads.json");
+  const json fly = {{"key", "P5/log/int32"}, {"case", {{"op", "log"}, {"dtype", "int32"}, {"calls", json::array()}}}};
+  const flagprop::PropertyOutcome o = flagprop::crashOutcome(fly, "target process died with signal 11", aten);
+  EXPECT_EQ(o.op, "log");
+  EXPECT_EQ(o.dtype, "int32");
+  const std::string schema = o.judging.value("schema", "");
+  EXPECT_EQ(schema, json(flagprop::opIn("log", "int32", true)->judging).value("schema", ""));
+  EXPECT_NE(schema, "");
+  EXPECT_EQ(flagprop::findOp("log")->judging.schema, "");  // the entry findOp gives would lose it
+  const json floating = {{"key", "P5/log/float32"}, {"case", fly.at("case")}};
+  EXPECT_EQ(flagprop::crashOutcome(floating, "target process died with signal 11", aten).judging.value("schema", ""),
+            "");
 }
 
 // An op that kills its process on one layout and one that hangs on another:
@@ -1111,6 +1133,24 @@ TEST(Cli, DistinctReachesTheTargetProcess) {
     ASSERT_NE(r, nullptr) << out;
     EXPECT_EQ(r->at("status"), "fail") << r->dump();
     found.push_back(r->at("observations").value("distinct_failures", json::array()).size());
+    // The report's rerun line is this command (its options, the seed) and
+    // gives the same result from any folder.
+    const std::string rerun = report.at("provenance").at("rerun").get<std::string>();
+    const std::string tail = " --report-dir flagprop-rerun";
+    ASSERT_EQ(rerun.substr(rerun.size() - tail.size()), tail) << rerun;
+    EXPECT_NE(rerun.find(" --seed 5 "), std::string::npos) << rerun;
+    EXPECT_EQ(rerun.find(" --distinct 1") != std::string::npos, !extra.empty()) << rerun;
+    const fs::path again = testDir(extra.empty() ? "distinct-default-rerun" : "distinct-one-rerun");
+    EXPECT_EQ(sh("cd / && " + rerun.substr(0, rerun.size() - tail.size()) + " --report-dir " + again.string(), &out),
+              0)
+        << out;
+    const json report2 = load((again / "report.json").string());
+    const json* r2 = result(report2, "fixture-ops-two-faults", "P5");
+    ASSERT_NE(r2, nullptr) << out;
+    EXPECT_EQ(r2->at("observations").value("distinct_failures", json::array()).size(), found.back()) << r2->dump();
+    EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find(rerun), std::string::npos);
+    flagprop::removeTree(dir.string());
+    flagprop::removeTree(again.string());
   }
   EXPECT_EQ(found, (std::vector<size_t>{0, 1})) << "--distinct 1: the first failure only; default: both";
 }

@@ -339,6 +339,14 @@ std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) 
   return "";
 }
 
+// Every option that takes a value (the others are flags).
+const std::vector<std::string> kValuedOptions = {
+    "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
+    "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
+    "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
+    "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time",
+    "--continue",     "--run-time",   "--distinct",     "--claim-dir",  "--shard"};
+
 // Parses argv into `cli`; returns "" or the usage error.
 std::string parse(const std::vector<std::string>& args, Cli& cli) {
   cli.command = args[0];
@@ -367,13 +375,7 @@ std::string parse(const std::vector<std::string>& args, Cli& cli) {
       continue;
     }
     if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
-    static const std::vector<std::string> known = {
-        "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
-        "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
-        "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
-        "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time",
-        "--continue",     "--run-time",   "--distinct",     "--claim-dir",  "--shard"};
-    if (std::find(known.begin(), known.end(), opt) == known.end())
+    if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) == kValuedOptions.end())
       return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
     if (!inlineValue) {
       if (i + 1 >= args.size()) return opt + " needs a value";
@@ -680,9 +682,36 @@ SupervisorOptions supervisorOptions(const Cli& cli, const std::string& self) {
   return o;
 }
 
+// The command that runs this run again (argv: the whole command line, the
+// program first): its options as given, paths made absolute, with the seed
+// it drew and a report folder of its own; --continue left out (the rerun
+// is whole). Every option that shapes the results (--cases, --distinct,
+// --shrink-time, --run-time, --op, ...) is kept.
+std::string rerunCommand(const Cli& cli, const std::string& self, const std::vector<std::string>& argv) {
+  std::string out = shellQuote(self) + " run";
+  for (size_t i = 2; i < argv.size(); ++i) {
+    std::string opt = argv[i], value;
+    const bool inlined = opt.rfind("--", 0) == 0 && opt.find('=') != std::string::npos;
+    if (inlined) {
+      value = opt.substr(opt.find('=') + 1);
+      opt = opt.substr(0, opt.find('='));
+    } else if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) != kValuedOptions.end() && i + 1 < argv.size()) {
+      value = argv[++i];
+    } else {
+      out += " " + shellQuote(opt);
+      continue;
+    }
+    if (opt == "--seed" || opt == "--report-dir" || opt == "--continue") continue;
+    if (opt == "--manifest" || opt == "--db" || opt == "--triton-cache") value = fs::absolute(value).string();
+    out += " " + opt + " " + shellQuote(value);
+  }
+  return out + " --seed " + std::to_string(cli.target.run.seed) + " --report-dir flagprop-rerun";
+}
+
 json runInfo(const Cli& cli, const std::string& self, const std::vector<std::string>& argv, const std::string& dir) {
   json info = {{"seed", std::to_string(cli.target.run.seed)},
                {"command", argv},
+               {"rerun", rerunCommand(cli, self, argv)},
                {"report_dir", dir},
                {"flagprop", self},
                {"python", FLAGPROP_PYTHON_EXE},

@@ -510,9 +510,8 @@ void header(std::ostringstream& md, const json& report) {
     const std::string seed = prov.value("seed", std::string("?"));
     // The run's own command with its seed (a report of an older flagprop has
     // no "rerun": its manifests and seed).
-    const std::string rerun =
-        prov.value("rerun", prov.value("flagprop", std::string("flagprop")) + " run" + manifests + " --seed " + seed +
-                                " --report-dir flagprop-rerun");
+    const std::string rerun = prov.value("rerun", prov.value("flagprop", std::string("flagprop")) + " run" + manifests +
+                                                      " --seed " + seed + " --report-dir flagprop-rerun");
     md << "- seed: `" << seed << "` (rerun the whole run: `" << rerun << "`)\n";
   }
   if (prov.contains("versions") && prov.at("versions").is_object() && !prov.at("versions").empty()) {

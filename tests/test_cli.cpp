@@ -324,8 +324,8 @@ TEST(Watch, AStampRoundedUpPastTheClockIsJustWrittenNotMissing) {
 // from log's schema (the hand-written one takes floating dtypes only), and
 // the crash's result, whose reproducer judges by it, carries that schema.
 TEST(Crash, ACrashedCaseIsJudgedByTheEntryItsRunUsed) {
-  const flagprop::Target aten = flagprop::loadTarget(std::string(FLAGPROP_SOURCE_DIR) +
-                                                     "/fixtures/targets/aten-cpu-flaggems-overloads.json");
+  const flagprop::Target aten =
+      flagprop::loadTarget(std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/aten-cpu-flaggems-overloads.json");
   const json fly = {{"key", "P5/log/int32"}, {"case", {{"op", "log"}, {"dtype", "int32"}, {"calls", json::array()}}}};
   const flagprop::PropertyOutcome o = flagprop::crashOutcome(fly, "target process died with signal 11", aten);
   EXPECT_EQ(o.op, "log");
@@ -1141,8 +1141,7 @@ TEST(Cli, DistinctReachesTheTargetProcess) {
     EXPECT_NE(rerun.find(" --seed 5 "), std::string::npos) << rerun;
     EXPECT_EQ(rerun.find(" --distinct 1") != std::string::npos, !extra.empty()) << rerun;
     const fs::path again = testDir(extra.empty() ? "distinct-default-rerun" : "distinct-one-rerun");
-    EXPECT_EQ(sh("cd / && " + rerun.substr(0, rerun.size() - tail.size()) + " --report-dir " + again.string(), &out),
-              0)
+    EXPECT_EQ(sh("cd / && " + rerun.substr(0, rerun.size() - tail.size()) + " --report-dir " + again.string(), &out), 0)
         << out;
     const json report2 = load((again / "report.json").string());
     const json* r2 = result(report2, "fixture-ops-two-faults", "P5");

@@ -695,7 +695,8 @@ std::string rerunCommand(const Cli& cli, const std::string& self, const std::vec
     if (inlined) {
       value = opt.substr(opt.find('=') + 1);
       opt = opt.substr(0, opt.find('='));
-    } else if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) != kValuedOptions.end() && i + 1 < argv.size()) {
+    } else if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) != kValuedOptions.end() &&
+               i + 1 < argv.size()) {
       value = argv[++i];
     } else {
       out += " " + shellQuote(opt);

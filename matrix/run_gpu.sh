@@ -36,6 +36,10 @@
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
 #          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
+#   contention  eight matrix and convolution ops (HEAVY_OPS), float32, 3 cases, cold (fresh Triton and
+#          FlagGems caches) in each of $FLAGPROP_CONTENTION processes at once (default "2 8"): per op and
+#          property, seconds per judged case and the op's share, so that the kernels' own cost is told from
+#          contention for the one GPU (if 8 at once is much slower per case than 2, cap those families)
 #   all-ops-rest  after all-ops (this OUTDIR): the same run continued (--continue) from the report in
 #          $OUTDIR/$FLAGPROP_FROM (default all) into $OUTDIR/$FLAGPROP_INTO (default all-rest), for the
 #          overloads its --budget left not run, within --budget $FLAGPROP_BUDGET s; the merged report's
@@ -151,6 +155,9 @@ PYEOF
 }
 WARM_OPS=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
           --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
+# The families whose cases were slowest on the H200, warm or cold (docs/benchmarks.md).
+HEAVY_OPS=(--op addmv --op addbmm --op addmm --op bmm --op baddbmm --op _convolution_mode --op conv2d
+           --op conv_transpose2d)
 for MODE in "$@"; do
   case $MODE in
     build) build || exit 1 ;;
@@ -210,6 +217,26 @@ for MODE in "$@"; do
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
       tail -4 "$OUTDIR/all.log"
       $PY matrix/coverage.py "$OUTDIR/all" ;;
+    contention)
+      for jobs in ${FLAGPROP_CONTENTION:-2 8}; do
+        rm -rf "$OUTDIR/contention-$jobs" "$OUTDIR/contention-$jobs-cache" "$OUTDIR/contention-$jobs-flaggems"
+        t0=$SECONDS
+        FLAGGEMS_CACHE_DIR="$OUTDIR/contention-$jobs-flaggems" timeout 560 $FP run --seed 5 --cases 3 --jobs "$jobs" \
+          --run-time 60 --shrink-time 0 --distinct 1 "${HEAVY_OPS[@]}" --dtype float32 \
+          --triton-cache "$OUTDIR/contention-$jobs-cache" --manifest matrix/targets/h200-flaggems-all.json \
+          --report-dir "$OUTDIR/contention-$jobs" >"$OUTDIR/contention-$jobs.log" 2>&1
+        echo "== contention, $jobs processes at once: exit $? in $((SECONDS - t0)) s"
+        $PY - "$OUTDIR/contention-$jobs/report.json" <<'PYEOF'
+import json, sys
+for t in json.load(open(sys.argv[1]))["targets"]:
+    for r in t["results"]:
+        st = r["observations"].get("stats", {})
+        n = st.get("cases_executed", 0)
+        print("%-20s %-3s %-5s %3d cases %8.2f s/case  device op %3.0f%%  compiles %d" % (
+              r["op"], r["property"], r["status"], n, r["seconds"] / max(n, 1), 100 * st.get("share", {}).get("device_op", 0),
+              st.get("compilations_per_100_cases", 0) * n // 100))
+PYEOF
+      done ;;
     all-ops-rest)  # all-ops continued (--continue) from $OUTDIR/$FLAGPROP_FROM (default all) into
       # $OUTDIR/$FLAGPROP_INTO (default all-rest): one run in several sittings
       t0=$SECONDS

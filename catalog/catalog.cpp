@@ -10,6 +10,7 @@
 #include "generators/choice.h"
 
 #include <map>
+#include <mutex>
 
 namespace flagprop {
 
@@ -185,8 +186,12 @@ struct Derived {
   std::string why;
 };
 
+// Thread-safe: the supervisor's shard threads judge crashed cases with it.
+// (A std::map's elements stay where they are as others are added.)
 const Derived& derived(const std::string& name) {
+  static std::mutex lock;
   static std::map<std::string, Derived> made;
+  const std::lock_guard<std::mutex> held(lock);
   auto it = made.find(name);
   if (it != made.end()) return it->second;
   Derived d;

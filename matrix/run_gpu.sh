@@ -37,9 +37,11 @@
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
 #          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
 #   contention  eight matrix and convolution ops (HEAVY_OPS), float32, 3 cases, cold (fresh Triton and
-#          FlagGems caches) in each of $FLAGPROP_CONTENTION processes at once (default "2 8"): per op and
-#          property, seconds per judged case and the op's share, so that the kernels' own cost is told from
-#          contention for the one GPU (if 8 at once is much slower per case than 2, cap those families)
+#          FlagGems caches, no example database) in each of $FLAGPROP_CONTENTION processes at once (default
+#          "2 8"), each run stopped after $FLAGPROP_CONTENTION_TIMEOUT s (default 240): per op and property,
+#          seconds per judged case and the op's share, so that the kernels' own cost is told from contention
+#          for the one GPU (if 8 at once is much slower per case than 2, cap those families). Where one
+#          command may run 10 minutes, run FLAGPROP_CONTENTION=2 and FLAGPROP_CONTENTION=8 as two commands
 #   all-ops-rest  after all-ops (this OUTDIR): the same run continued (--continue) from the report in
 #          $OUTDIR/$FLAGPROP_FROM (default all) into $OUTDIR/$FLAGPROP_INTO (default all-rest), for the
 #          overloads its --budget left not run, within --budget $FLAGPROP_BUDGET s; the merged report's
@@ -221,20 +223,27 @@ for MODE in "$@"; do
       for jobs in ${FLAGPROP_CONTENTION:-2 8}; do
         rm -rf "$OUTDIR/contention-$jobs" "$OUTDIR/contention-$jobs-cache" "$OUTDIR/contention-$jobs-flaggems"
         t0=$SECONDS
-        FLAGGEMS_CACHE_DIR="$OUTDIR/contention-$jobs-flaggems" timeout 560 $FP run --seed 5 --cases 3 --jobs "$jobs" \
-          --run-time 60 --shrink-time 0 --distinct 1 "${HEAVY_OPS[@]}" --dtype float32 \
+        FLAGGEMS_CACHE_DIR="$OUTDIR/contention-$jobs-flaggems" timeout "${FLAGPROP_CONTENTION_TIMEOUT:-240}" \
+          $FP run --no-db --seed 5 --cases 3 --jobs "$jobs" --run-time 60 --shrink-time 0 --distinct 1 "${HEAVY_OPS[@]}" --dtype float32 \
           --triton-cache "$OUTDIR/contention-$jobs-cache" --manifest matrix/targets/h200-flaggems-all.json \
           --report-dir "$OUTDIR/contention-$jobs" >"$OUTDIR/contention-$jobs.log" 2>&1
         echo "== contention, $jobs processes at once: exit $? in $((SECONDS - t0)) s"
         $PY - "$OUTDIR/contention-$jobs/report.json" <<'PYEOF'
 import json, sys
-for t in json.load(open(sys.argv[1]))["targets"]:
-    for r in t["results"]:
-        st = r["observations"].get("stats", {})
+try:
+    targets = json.load(open(sys.argv[1]))["targets"]
+except (OSError, ValueError, KeyError) as e:
+    sys.exit("contention: no report (%s)" % e)
+for t in targets:
+    for r in t.get("results", []):
+        if not r.get("op"):  # a process result: the target process died outside a case
+            print("%-20s %s" % (r.get("key", "?"), r.get("reason", "")[:200]))
+            continue
+        st = (r.get("observations") or {}).get("stats", {})
         n = st.get("cases_executed", 0)
         print("%-20s %-3s %-5s %3d cases %8.2f s/case  device op %3.0f%%  compiles %d" % (
-              r["op"], r["property"], r["status"], n, r["seconds"] / max(n, 1), 100 * st.get("share", {}).get("device_op", 0),
-              st.get("compilations_per_100_cases", 0) * n // 100))
+              r["op"], r.get("property", "?"), r.get("status", "?"), n, r.get("seconds", 0) / max(n, 1),
+              100 * st.get("share", {}).get("device_op", 0), st.get("compilations_per_100_cases", 0) * n // 100))
 PYEOF
       done ;;
     all-ops-rest)  # all-ops continued (--continue) from $OUTDIR/$FLAGPROP_FROM (default all) into

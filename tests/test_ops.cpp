@@ -404,6 +404,8 @@ try:
         stamps += 1
         ahead += at > now
 finally:
+    if ops._STAGE.get("fd") is not None:
+        os.close(ops._STAGE["fd"])
     ops._STAGE.clear()
     ops._STAGE.update(saved)
     os.unlink(path)

@@ -180,6 +180,17 @@ class Page(unittest.TestCase):
         self.assertInPage("evil&lt;b&gt;name&lt;/b&gt;")
         self.assertNotIn("</pre><", self.page.replace("</pre></details>", ""))
 
+    def test_the_rerun_line_is_the_runs_own_command(self):
+        """Checks: the page's rerun line is provenance.rerun (the run's own
+        options with its seed), escaped; a report without one gets its
+        manifests and seed. Fails the test otherwise."""
+        self.assertInPage("rerun: <code>flagprop run --manifest m.json --seed 5 --report-dir flagprop-rerun</code>")
+        report = copy.deepcopy(self.report)
+        report["provenance"]["rerun"] = "flagprop run --cases 7 --op '<x>' --seed 5 --report-dir flagprop-rerun"
+        page = htmlreport.render(report, self.tmp)
+        self.assertIn("rerun: <code>flagprop run --cases 7 --op &#x27;&lt;x&gt;&#x27; --seed 5 "
+                      "--report-dir flagprop-rerun</code>", page)
+
     def test_a_target_error_is_one_row_spanning_the_properties(self):
         """Checks: a target error is one row spanning the properties. Fails the test otherwise."""
         cells = [a for t, a in self.tags if t == "td" and a.get("data-prop") == "*"]

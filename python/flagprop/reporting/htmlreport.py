@@ -305,12 +305,14 @@ def _header(report):
         out.append('<p class="meta">replay of reproduce string <code>%s</code></p>' % _e(prov["reproduce"]))
     else:
         seed = prov.get("seed", "?")
-        rerun = [prov.get("flagprop") or "flagprop", "run"]
-        for m in prov.get("manifests") or []:
-            rerun += ["--manifest", m]
-        rerun += ["--seed", str(seed), "--report-dir", "flagprop-rerun"]
-        out.append('<p class="meta">seed <b>%s</b> &middot; rerun: <code>%s</code></p>'
-                   % (_e(seed), _e(" ".join(shlex.quote(str(a)) for a in rerun))))
+        rerun = prov.get("rerun")  # the run's own options with its seed (report.md prints the same)
+        if not rerun:  # a report of an older flagprop: its manifests and seed
+            words = [prov.get("flagprop") or "flagprop", "run"]
+            for m in prov.get("manifests") or []:
+                words += ["--manifest", m]
+            words += ["--seed", str(seed), "--report-dir", "flagprop-rerun"]
+            rerun = " ".join(shlex.quote(str(a)) for a in words)
+        out.append('<p class="meta">seed <b>%s</b> &middot; rerun: <code>%s</code></p>' % (_e(seed), _e(rerun)))
     if prov.get("command"):
         out.append('<p class="meta">command: <code>%s</code></p>'
                    % _e(" ".join(shlex.quote(str(a)) for a in prov["command"])))

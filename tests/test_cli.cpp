@@ -1718,6 +1718,29 @@ TEST(Cli, StockAtenHasNoFindingOverEveryOverloadInFloat32Seed3) {
   stockAtenHasNoFinding("aten-cpu-flaggems-overloads", "3", 49);
 }
 
+// Stock ATen on the CPU over the hand-written catalog in float16 and
+// bfloat16: no finding. LibTorch's own bfloat16 gelu, _log_softmax and
+// native_layer_norm and float16 sum differ from the float64 answer by more
+// than the dtype's resolution on some inputs; judged against float64 alone,
+// this run had 7 findings (verdicts.judging_for).
+TEST(Cli, StockAtenHasNoFindingInHalfPrecision) {
+  const fs::path dir = testDir("stock-half");
+  std::string out;
+  EXPECT_EQ(
+      sh(kFp + " run --no-db --seed 11 --manifest " + kTargets + "aten-cpu-half.json --report-dir " + dir.string(),
+         &out),
+      0)
+      << out;
+  const json report = load((dir / "report.json").string());
+  size_t judged = 0;
+  for (const auto& r : report.at("targets").at(0).at("results")) {
+    EXPECT_EQ(r.value("status", ""), "pass") << r.value("key", "") << ": " << r.value("reason", "");
+    judged += r.value("dtype", "") == "float16" || r.value("dtype", "") == "bfloat16";
+  }
+  EXPECT_GE(judged, 100u);
+  flagprop::removeTree(dir.string());
+}
+
 // One test per dtype, so that ctest runs them side by side.
 TEST(Cli, StockAtenHasNoFindingOverEveryOverloadInInt32) {
   stockAtenHasNoFinding("aten-cpu-flaggems-overloads-int", "1", -1, "int32");

@@ -815,6 +815,7 @@ def _unstable_reference(case, obs, tries=5):
 def observe_judged(target, case, gates, judging):
     """``observe_case`` with the options ``judging`` (the catalog entry's
     judging spec) asks for; the code under test runs here."""
+    judging = verdicts.judging_for(judging, case["dtype"])
     rule = judging.get("tolerance", {}).get("rule")
     magnitude = rule in verdicts.ACCUMULATING and (True if rule != "schema" else "if_reducing")
     return observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
@@ -828,6 +829,7 @@ def findings_of(case, obs, judging):
     if "discard" in obs:
         return obs
     t0 = time.perf_counter()
+    judging = verdicts.judging_for(judging, case["dtype"])
     out = verdicts.op_findings(obs, case, judging)
     if "discard" in out:  # the control (the device's stock path) rejects the sample
         return out

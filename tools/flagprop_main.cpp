@@ -918,7 +918,9 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   if (cli.isolate) prctl(PR_SET_CHILD_SUBREAPER, 1);
   const std::string dir = fs::absolute(cli.reportDir).string();
   const json info = runInfo(cli, self, argv, dir);
-  std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() << " target(s)"
+  // Every target the run reports on: those that load, and those that do not (each a target error).
+  std::cout << "flagprop " << FLAGPROP_VERSION << ": " << chosen.size() + errors.size() << " target(s)"
+            << (errors.empty() ? std::string() : " (" + std::to_string(errors.size()) + " that do not load)")
             << (unselected ? " (" + std::to_string(unselected) + " with nothing selected left out)" : std::string())
             << ", "
             << (cli.target.run.reproduce.empty() ? "seed " + std::to_string(cli.target.run.seed)

@@ -191,6 +191,16 @@ class Page(unittest.TestCase):
         self.assertIn("rerun: <code>flagprop run --cases 7 --op &#x27;&lt;x&gt;&#x27; --seed 5 "
                       "--report-dir flagprop-rerun</code>", page)
 
+    def test_a_flaky_result_is_counted_in_the_summary(self):
+        """Checks: the summary's chips count flaky results where there are
+        any (and show no flaky chip where there are none). Fails the test
+        otherwise."""
+        self.assertNotInPage('<span class="st-flaky">flaky <b>')
+        report = copy.deepcopy(self.report)
+        report["summary"]["results"]["flaky"] = 2
+        page = htmlreport.render(report, self.tmp)
+        self.assertIn('<span class="st-flaky">flaky <b>2</b></span>', page)
+
     def test_a_target_error_is_one_row_spanning_the_properties(self):
         """Checks: a target error is one row spanning the properties. Fails the test otherwise."""
         cells = [a for t, a in self.tags if t == "td" and a.get("data-prop") == "*"]

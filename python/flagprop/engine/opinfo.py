@@ -30,7 +30,7 @@ fresh interpreter of the target's Python (``python3 -m flagprop.engine.opinfo
 --write PATH``; importing the test database changes global state such as
 ``torch.backends`` flags, which the process under test must not see), and
 kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
-(default ``~/.cache/flagprop``). Building takes about 35 s on one core
+(default ``~/.cache/flagprop``). Building takes about 35 to 60 s on one core
 (LibTorch 1.13, 602 entries), in forked children on every core the
 process may use; docs/opinfo.md says more.
 """

@@ -801,6 +801,12 @@ def _unstable_reference(case, obs, tries=5):
                     return "CPU ATen gives other bits on the same inputs (the op under test is CPU ATen)"
     for _ in range(tries):
         for k, call in enumerate(case["calls"]):
+            if not any("same_dtype" in first for first in obs["expected"][k]):
+                # CPU ATen has no kernel in the run's dtype (LibTorch 1.13's
+                # tanh in float16): the reference is the float64 call, and
+                # nothing of the same-dtype call's can be unstable. (Called
+                # again, it raises: that is no sign of unchecked arguments.)
+                continue
             try:
                 again, _moved, _wrote = reference(case["op"], call, obs["cpu_inputs"][k], False)
             except Exception as e:

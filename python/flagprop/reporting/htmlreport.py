@@ -381,13 +381,15 @@ def _summary(report, ids):
     else:
         out.append('<p class="muted">none</p>')
     out.append('<p class="chips">')
-    for k in ("pass", "fail", "skip", "error"):
-        out.append('<span class="st-%s">%s <b>%s</b></span>' % (k, k, _e(counts.get(k, 0))))
+    for k in ("pass", "fail", "flaky", "skip", "error"):
+        if k != "flaky" or counts.get(k):  # flaky only where a run had one, as the console's summary
+            out.append('<span class="st-%s">%s <b>%s</b></span>' % (k, k, _e(counts.get(k, 0))))
     out.append('<span>targets <b>%s</b></span><span class="%s">target errors <b>%s</b></span></p>'
                % (_e(s.get("targets", len(report.get("targets") or []))), "st-error" if errors else "", _e(errors)))
     out.append('<p class="legend">legend: ' + "".join(
         '<span class="st-%s">%s</span>' % (k, _e(v)) for k, v in (
-            ("pass", "pass"), ("fail", "fail"), ("skip", "skip"), ("error", "error"), ("na", "- does not apply"),
+            ("pass", "pass"), ("fail", "fail"), ("flaky", "flaky"), ("skip", "skip"), ("error", "error"),
+            ("na", "- does not apply"),
             ("unverified", "unverified run"))) +
         '<span class="unexp"><span class="bang">!</span>not what the manifest expects</span>'
         ' &middot; <span class="muted" style="border:0">hover a cell for its full reason; "fail 4/4": the worst status '

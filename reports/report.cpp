@@ -528,6 +528,14 @@ void header(std::ostringstream& md, const json& report) {
   const auto& s = report.at("summary");
   md << "- results: " << resultCounts(s) << "; target errors: " << s.value("target_errors", 0)
      << "; unexpected: " << s.at("unexpected").size() << "\n";
+  // In words, for a reader who sees fail cells and not the manifests.
+  const long failing = s.at("results").value("fail", 0L) + s.at("results").value("flaky", 0L);
+  if (s.at("unexpected").empty() && s.value("target_errors", 0) == 0 && failing > 0)
+    md << "- verdict: every result is what its manifest expects, including the " << failing
+       << " failing or flaky result(s) (mutants built to fail, known faults): nothing to act on\n";
+  else if (!s.at("unexpected").empty())
+    md << "- verdict: " << s.at("unexpected").size()
+       << " result(s) are not what their manifests expect (marked `!`, listed under \"Unexpected results\")\n";
   if (s.contains("db")) {
     const json& d = s.at("db");
     md << "- example database `" << d.value("dir", std::string()) << "`: " << d.value("replayed", 0)

@@ -165,6 +165,7 @@ TEST(Cli, AnUnexpectedFailureGetsABlockWithRelativePaths) {
   const std::string md = flagprop::readFile((dir / "r" / "report.md").string());
   EXPECT_NE(md.find("(reproducers/repro_"), std::string::npos) << md;
   EXPECT_EQ(md.find((dir / "r").string() + "/"), std::string::npos) << md;
+  EXPECT_NE(md.find("- verdict: 1 result(s) are not what their manifests expect"), std::string::npos) << md;
   flagprop::removeTree(dir.string());
 }
 
@@ -1147,7 +1148,12 @@ TEST(Cli, DistinctReachesTheTargetProcess) {
     const json* r2 = result(report2, "fixture-ops-two-faults", "P5");
     ASSERT_NE(r2, nullptr) << out;
     EXPECT_EQ(r2->at("observations").value("distinct_failures", json::array()).size(), found.back()) << r2->dump();
-    EXPECT_NE(flagprop::readFile((dir / "report.md").string()).find(rerun), std::string::npos);
+    const std::string md = flagprop::readFile((dir / "report.md").string());
+    EXPECT_NE(md.find(rerun), std::string::npos);
+    EXPECT_NE(
+        md.find("- verdict: every result is what its manifest expects, including the 1 failing or flaky result(s)"),
+        std::string::npos)
+        << md.substr(0, 800);
     flagprop::removeTree(dir.string());
     flagprop::removeTree(again.string());
   }

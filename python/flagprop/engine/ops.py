@@ -454,6 +454,10 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     a mean, divided by their count; for a matrix product, |A| |B|), from which
     the rounding-error bound of a float32 accumulation is derived.
 
+    Where an input is float16 or bfloat16, each floating output also has
+    ``values_f32``: the call with floating inputs in float32, rounded to the
+    output dtype (``verdicts.settled``).
+
     ``same_dtype`` is the CPU kernel's output on copies of the inputs laid
     out as they are (shape, strides, storage offset) in their own dtypes;
     ``aliases`` the inputs whose storage that output shares (ATen's views and
@@ -523,6 +527,16 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
             # same-dtype call is the reference.
             if same is None:
                 raise
+    # A half-precision run: the same call computed in float32 too (rounded
+    # to the output dtype), which tells the elements that are settled at the
+    # precision such kernels compute in (verdicts.settled).
+    values32 = None
+    if values is not None and any(t.dtype in (torch.float16, torch.bfloat16) for t in cpu):
+        up32 = [same_layout(t, torch.float32 if t.is_floating_point() else None) for t in dense or cpu]
+        try:
+            values32 = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up32, cpu_device), shapes_from)]
+        except Exception:  # no float32 kernel for it: every element judged against float64
+            values32 = None
     if values is not None:
         pass
     elif dense is not None and same is not None:
@@ -543,6 +557,8 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
                "shares_outputs": shares[i], "source": "meta" if m.device.type == "meta" else "cpu"}
         if mags is not None and i < len(mags) and mags[i].is_floating_point():
             out["magnitude"] = mags[i].double()
+        if values32 is not None and i < len(values32) and values32[i].is_floating_point():
+            out["values_f32"] = values32[i]
         if same is not None:
             out["same_dtype"] = same[i]
             if m.device.type == "meta" and (same[i].dtype != m.dtype or list(same[i].shape) != list(m.shape)):

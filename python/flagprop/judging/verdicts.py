@@ -430,6 +430,32 @@ def _num(v):
     return "%.9g" % v
 
 
+def _mismatched(a, e, rtol, atol):
+    """Per element of flat float64 tensors ``a`` and ``e``: whether they
+    differ by compare_close's rule (NaN against a number, infinities other
+    than equal, |a - e| > atol + rtol * |e|)."""
+    an, en = a.isnan(), e.isnan()
+    infs = a.isinf() | e.isinf()
+    finite = ~(an | en | infs)
+    return (an ^ en) | (infs & (a != e) & ~an) | (finite & ((a - e).abs() > e.abs() * rtol + atol))
+
+
+def settled(expected, other, actual, rtol, atol):
+    """``expected`` with its elements where ``other`` (the same reference
+    computed at another precision) differs from it by compare_close's rule
+    replaced by ``actual``'s: an element whose value CPU ATen's own answer
+    changes on between two compute precisions is not settled at them (a sign
+    of x - mean next to 0 times an infinite weight), so it cannot be a
+    finding. Returns (tensor, how many were replaced)."""
+    torch = _torch()
+    if list(other.shape) != list(expected.shape) or expected.numel() == 0 or expected.is_complex():
+        return expected, 0
+    per = atol.double().reshape(-1) if isinstance(atol, torch.Tensor) else atol
+    ill = _mismatched(other.double().reshape(-1), expected.double().reshape(-1), rtol, per).reshape(expected.shape)
+    n = int(ill.sum())
+    return (torch.where(ill, actual.to(expected.dtype), expected), n) if n else (expected, 0)
+
+
 def compare_close(actual, expected, rtol, atol):
     """'' when ``actual`` matches ``expected`` (CPU tensors): the same shape,
     NaN in the same places, infinities equal, and |a - e| <= atol + rtol * |e|
@@ -456,11 +482,9 @@ def compare_close(actual, expected, rtol, atol):
         atol = atol.double().reshape(-1)
     elif torch.allclose(a, e, rtol=rtol, atol=atol, equal_nan=True):
         return ""
-    an, en = a.isnan(), e.isnan()
-    infs = a.isinf() | e.isinf()
-    finite = ~(an | en | infs)
+    bad = _mismatched(a, e, rtol, atol)
+    finite = ~(a.isnan() | e.isnan() | a.isinf() | e.isinf())
     diff = (a - e).abs()
-    bad = (an ^ en) | (infs & (a != e) & ~an) | (finite & (diff > e.abs() * rtol + atol))
     count = int(bad.sum())
     if count == 0:
         return ""
@@ -729,6 +753,15 @@ def _compare_output(obs, case, judging, k, rule, snap, ex, want=None):
         # + the rounding bound of the accumulation, per output element
         atol = atol + accumulation_bound(judging["tolerance"], case["dtype"], call, ex["shape"]) * ex["magnitude"]
     f = compare_close(snap, target, rtol, atol)
+    if f and want is None and ex.get("values_f32") is not None:
+        # A half-precision run: elements CPU ATen answers otherwise computing
+        # in float32 (as CUDA's and Triton's kernels compute such inputs)
+        # than in float64 are not settled at that precision: no finding.
+        target, unsettled = settled(target, ex["values_f32"], snap, rtol, atol)
+        if unsettled:
+            f = compare_close(snap, target, rtol, atol)
+            if not f:
+                return ""
     if f and want is None and judging.get("reference") == "either" and "same_dtype" in ex:
         # Schema-derived entries: CPU ATen in float64 or in the run's own dtype.
         if not compare_close(snap, ex["same_dtype"], rtol, atol):

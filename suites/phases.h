@@ -1,0 +1,237 @@
+// The phases of one property run, over one run state (docs/design.md, "A
+// property run"). runProperty (suites/property.h) is their table of
+// contents:
+//
+//   pickSource -> confirmCrash | confirmFresh | reuse -> search (with its
+//   shrink gate) -> settle (confirmByReplays) -> distinct -> finish
+//
+// and replayProperty runs a reproduce string's path: pickSource -> search ->
+// settle -> finish. Each phase reads and writes the RunState; the clocks and
+// the in-flight record are small objects the state composes (the shrink
+// clock is a RapidCheck listener). Declared here for the phases' own unit
+// tests (tests/unit/test_phases.cpp); nothing outside suites/ calls them.
+#pragma once
+
+#include "suites/property.h"
+
+#include <rapidcheck/detail/Property.h>
+#include <rapidcheck/detail/Results.h>
+#include <rapidcheck/detail/TestListenerAdapter.h>
+#include <rapidcheck/detail/TestParams.h>
+
+#include <chrono>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <variant>
+
+namespace flagprop::phases {
+
+/// A reproduce string decoded: RapidCheck's Reproduce record by run key
+/// ("P5/op/dtype", a fallback's "P5/op/dtype|opinfo").
+using ReproduceMap = std::unordered_map<std::string, rc::detail::Reproduce>;
+
+/// Decodes a reproduce string; throws std::invalid_argument (one line) when
+/// it is not one.
+ReproduceMap decodeReproduce(const std::string& s);
+
+/// Why a case failed outside the check's verdict: a Python exception of the
+/// harness, a C++ exception, or a StickyFailure (`sticky`: the recorded
+/// counterexample stays).
+struct CaseFailure {
+  std::string why;
+  json evidence;
+  bool sticky = false;
+};
+
+/// The last failure a search recorded (shrinking ends on the last failing
+/// case, so after the search it is the shrunk counterexample).
+struct LastFailure {
+  json caseJson;
+  json evidence;
+  std::string why;
+  json kinds = json::array();  ///< the verdict's finding kinds, where it gives them
+};
+
+/// Samples the property discarded (the reference rejects them): how many,
+/// and the first reason.
+struct Discards {
+  int count = 0;
+  std::string first;
+};
+
+/// The files that tell a parent which case is in flight
+/// (RunOptions::inflightPath, ::stagePath): written before a case, emptied
+/// when it ends however it ends, so that a crash or stall between cases is
+/// never put on the last case. An empty path is not touched.
+class InflightRecord {
+ public:
+  InflightRecord(std::string inflightPath, std::string stagePath);
+  /// Before a case: the stage file emptied, then {"key", "case", "sampler"?,
+  /// extra's keys} written. Throws FileError when a file cannot be written.
+  void begin(const std::string& key, const json& caseJson, const std::string& sampler, const json& extra) const;
+  /// After a case: the in-flight record emptied; never throws.
+  void end() const noexcept;
+
+ private:
+  std::string inflightPath_, stagePath_;
+};
+
+/// The shrinking of one RapidCheck search, and the listener RapidCheck tells
+/// of each shrink candidate it tried. RapidCheck runs the property body
+/// again on cases it has judged (the current smallest, to draw its shrinks;
+/// the final counterexample, once more; a replay's path), so the body tracks
+/// the current smallest failing case itself (`best`): past the budget, that
+/// case fails again unjudged and every other candidate is discarded, which
+/// RapidCheck never accepts as a shrink.
+struct ShrinkClock : rc::detail::TestListenerAdapter {
+  std::optional<std::chrono::steady_clock::time_point> since;  ///< the search's first failure
+  json best;                                                   ///< the case of the last failure
+  std::string bestWhy;
+  int tried = 0, accepted = 0, discarded = 0;  ///< candidates tried, taken, discarded unjudged
+  bool stopped = false;
+  bool byRunTime = false;  ///< stopped by the run's own limit, not the shrink budget
+
+  void onShrinkTried(const rc::detail::CaseDescription&, bool ok) override;
+  /// Whether `budget` s (-1: none) have passed since the first failure.
+  bool over(int budget) const;
+  /// The body is about to fail on `c` with `why`.
+  void failing(const json& c, const std::string& why);
+  /// {"tried", "accepted", "discarded", "seconds", "stopped", "budget_s"?,
+  /// "by"?} of the search that just ended (null when it found no failure);
+  /// the clock starts anew.
+  json take(int budget);
+};
+
+/// The run's own limit (RunOptions::runSeconds, s) on the clock its op and
+/// dtype share (PropertyRun::clockStart). Started by the search phase.
+struct RunClock {
+  std::optional<std::chrono::steady_clock::time_point> start;
+  int limitSeconds = -1;  ///< -1: no limit (always on a replay)
+  /// Whether the limit has passed.
+  bool past() const;
+};
+
+/// What the searches of one run have counted.
+struct SearchTally {
+  LastFailure last;
+  Discards discards;
+  std::set<std::string> known;  ///< kinds of the failures already recorded
+  int judged = 0;               ///< cases handed to the judge (the progress count)
+  int held = 0;                 ///< cases that held
+  int judgedHere = 0;           ///< cases that held or failed (not discards) in this search
+  /// Samples CPU ATen rejected for their dtype while none was accepted.
+  int dtypeRejected = 0;
+  bool timeUp = false;  ///< the run's limit discarded a case unjudged
+  /// Samples rejected for their dtype before the run stops judging.
+  static constexpr int kDtypeRejections = 3;
+  /// Whether CPU ATen takes no sample in this dtype: kDtypeRejections
+  /// rejections, all for the dtype, and none held.
+  bool dtypeRefused() const;
+};
+
+/// One property run's state, which its phases share.
+struct RunState {
+  /// `replay` is the decoded reproduce string (empty on a search).
+  RunState(const PropertyRun& run, const RunOptions& opts, ReproduceMap replay = {});
+
+  const PropertyRun& run;
+  const RunOptions& opts;
+  const ReproduceMap replay;
+  const bool replaying;  ///< a reproduce string's path, not a search
+  PropertyOutcome out;
+  const std::chrono::steady_clock::time_point t0;
+  rc::detail::TestParams params;
+  const uint64_t seed;          ///< the first search's seed (params.seed moves on per distinct search)
+  rc::detail::TestMetadata md;  ///< md.id: the run key, "|" and a fallback's name when drawing from it
+  rc::Gen<Case> generator;
+  std::string fallbackNote;  ///< "; cases from ..." or "; no fallback: ..."
+  InflightRecord inflight;
+  ShrinkClock shrink;
+  const int shrinkBudget;  ///< s; -1: none (always on a replay)
+  RunClock clock;
+  SearchTally tally;
+
+  /// Judges `c` once with the in-flight record around it (`again`: through
+  /// PropertyRun::judgeAgain). Never throws: an exception is a CaseFailure.
+  std::variant<json, CaseFailure> judgeOnce(const Case& c, const std::string& sampler, const json& extra,
+                                            bool again = false);
+  /// One judging of a case from an earlier process: its failure (why empty:
+  /// it held or was discarded).
+  LastFailure judgeFirst(const Case& c, const std::string& sampler, const json& extra);
+  /// The source the search draws from now: "" (the generator) or the
+  /// fallback's name.
+  std::string sampler() const;
+  /// Draws from the fallback from now on; false (fallbackNote says why)
+  /// when it has no generator.
+  bool useFallback(const std::string& because);
+  /// A failure's evidence and kinds copied into out.observations.
+  void takeEvidence(const LastFailure& failure);
+  /// Whether the run's limit has passed once something was judged or a
+  /// failure is being shrunk.
+  bool runOver() const;
+  /// out with its seconds, after PropertyRun::finish.
+  PropertyOutcome finish();
+};
+
+/// Source: the fallback drawn from the start (a replay of its key, or
+/// another run of these cases fell back); a run retried after CPU ATen
+/// ended the process on a schema sample is a skip when it cannot fall back.
+/// An outcome ends the run.
+std::optional<PropertyOutcome> pickSource(RunState& s);
+
+/// Confirm: a case an earlier target process died on (or lost the device
+/// on), judged once in this fresh one (PropertyRun::confirmCrash). An
+/// outcome when there was one.
+std::optional<PropertyOutcome> confirmCrash(RunState& s);
+
+/// Confirm: a flaky result of an earlier target process, judged first in
+/// this fresh one (PropertyRun::confirmFlaky). An outcome when there was one.
+std::optional<PropertyOutcome> confirmFresh(RunState& s);
+
+/// Reuse: the example database's stored cases (RunOptions::examples),
+/// judged before any case is generated. The first that still fails is the
+/// outcome; otherwise `db` gets {"replayed", "fixed", "dropped"} (left
+/// empty when nothing is stored).
+std::optional<PropertyOutcome> reuse(RunState& s, json& db);
+
+/// One generated case inside RapidCheck's property: the shrink gate, the
+/// run's limit, the judging and its verdict (RC_DISCARD / RC_FAIL).
+void judgeGenerated(RunState& s);
+
+/// One RapidCheck search over s.generator (with s.replay when replaying).
+rc::detail::TestResult searchOnce(RunState& s);
+
+/// What the search phase found: RapidCheck's result and the shrinking of
+/// its failure (ShrinkClock::take).
+struct Found {
+  rc::detail::TestResult result;
+  json shrink;
+};
+
+/// Search: generation, falling back to PropertyRun::fallback when the
+/// generator gives up. Either what was found, or an outcome that ends the
+/// run (CPU ATen takes no sample in the dtype).
+std::variant<Found, PropertyOutcome> search(RunState& s);
+
+/// Settle, first half: RapidCheck's result into s.out (and a search the
+/// run's limit ended: a pass on what held).
+void record(RunState& s, const Found& found);
+
+/// Shrink's note: what shrinking did, on a failing outcome.
+void noteShrink(PropertyOutcome& o, const json& shrink);
+
+/// Flaky check: a failing case judged RunOptions::flakyReplays more times;
+/// one that passes any of them makes `o` flaky, with the tally.
+void confirmByReplays(RunState& s, PropertyOutcome& o, const Case& c, const std::string& sampler);
+
+/// Settle, last half: the source's note, retried_after, discarded.
+void closeSearch(RunState& s);
+
+/// Distinct: further searches (new seeds) with the kinds found so far
+/// counted as passes, each new kind shrunk and confirmed on its own;
+/// observations.distinct_failures / flaky_distinct.
+void distinct(RunState& s);
+
+}  // namespace flagprop::phases

@@ -1,0 +1,251 @@
+// The phases of a property run (suites/phases.h), each on its own over a
+// made-up run: a judge that is a lambda over integer cases.
+#include "suites/phases.h"
+
+#include "core/files.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace flagprop::phases {
+namespace {
+
+PropertyRun intRun(int cases, std::function<json(const Case&)> judge) {
+  PropertyRun run;
+  run.id = "P1";
+  run.title = "install status";
+  run.checkKind = "install";
+  run.cases = cases;
+  run.generator = rc::gen::map(rc::gen::inRange(0, 1000), [](int n) { return Case{json(n)}; });
+  run.judge = std::move(judge);
+  return run;
+}
+
+json verdict(bool pass, const std::string& why = "wrong") { return {{"pass", pass}, {"reason", why}}; }
+
+std::string tempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))).string();
+}
+
+TEST(Phases, TheInflightRecordHoldsTheCaseWhileItRunsAndIsEmptiedAfter) {
+  const std::string fly = tempPath("phases-inflight"), stage = tempPath("phases-stage");
+  writeText(stage, "reference");
+  const InflightRecord r(fly, stage);
+  r.begin("P5/tanh/float32", json(7), "opinfo", {{"confirming", true}});
+  EXPECT_EQ(readFile(stage), "") << "the stage file is the case's own";
+  const json j = json::parse(readFile(fly));
+  EXPECT_EQ(j, json({{"key", "P5/tanh/float32"}, {"case", 7}, {"sampler", "opinfo"}, {"confirming", true}}));
+  r.end();
+  EXPECT_EQ(readFile(fly), "");
+  InflightRecord("", "").begin("P1", json(1), "", json::object());  // no paths: nothing touched, no throw
+  std::remove(fly.c_str());
+  std::remove(stage.c_str());
+}
+
+TEST(Phases, TheRunClockIsPastOnlyWithALimitAndAStart) {
+  RunClock c;
+  EXPECT_FALSE(c.past()) << "no limit, no start";
+  c.limitSeconds = 1;
+  EXPECT_FALSE(c.past()) << "not started";
+  c.start = std::chrono::steady_clock::now() - std::chrono::seconds(5);
+  EXPECT_TRUE(c.past());
+  c.limitSeconds = -1;
+  EXPECT_FALSE(c.past());
+}
+
+TEST(Phases, PickSourceDrawsFromTheFallbackFirstOrSkipsARetriedCrash) {
+  PropertyRun run = intRun(5, [](const Case&) { return verdict(true); });
+  run.fallback = PropertyRun::Fallback{};
+  run.fallback->name = "opinfo";
+  run.fallback->describes = "OpInfo's samples";
+  run.fallback->make = [](std::string&) -> std::optional<rc::Gen<Case>> { return rc::gen::just(Case{json(3)}); };
+  run.fallback->first = []() { return true; };
+  RunOptions opts;
+  opts.seed = 1;
+  RunState s(run, opts);
+  EXPECT_FALSE(pickSource(s));
+  EXPECT_EQ(s.md.id, "P1|opinfo");
+  EXPECT_EQ(s.sampler(), "opinfo");
+  EXPECT_EQ(s.out.observations.at("sampler"), "opinfo");
+  // A retry after CPU ATen ended the process, with no fallback to draw from: a skip.
+  run.fallback->make = [](std::string& why) -> std::optional<rc::Gen<Case>> {
+    why = "no samples";
+    return std::nullopt;
+  };
+  run.fallback->retriedAfter = "target process died with signal 11";
+  RunState t(run, opts);
+  const auto skip = pickSource(t);
+  ASSERT_TRUE(skip);
+  EXPECT_EQ(skip->status, "skip");
+  EXPECT_EQ(skip->observations.at("crash_in"), "reference");
+  EXPECT_NE(skip->reason.find("no fallback: no samples"), std::string::npos) << skip->reason;
+}
+
+TEST(Phases, ConfirmCrashJudgesTheCaseOnceInAFreshProcess) {
+  bool fails = false;
+  PropertyRun run = intRun(5, [&](const Case&) { return verdict(!fails, "still wrong"); });
+  RunOptions opts;
+  RunState none(run, opts);
+  EXPECT_FALSE(confirmCrash(none)) << "no crash to confirm: the next phase goes on";
+  run.confirmCrash = {{"counterexample", 4}, {"observations", {{"crash", "target process died with signal 11"}}}};
+  RunState passes(run, opts);
+  const auto flaky = confirmCrash(passes);
+  ASSERT_TRUE(flaky);
+  EXPECT_EQ(flaky->status, "flaky");
+  EXPECT_EQ(flaky->observations.at("replays"), json({{"failed", 1}, {"of", 2}}));
+  fails = true;
+  RunState again(run, opts);
+  const auto failed = confirmCrash(again);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, "fail");
+  EXPECT_EQ(failed->counterexample, json(4));
+  EXPECT_NE(failed->reason.find("still wrong (the target process died"), std::string::npos) << failed->reason;
+}
+
+TEST(Phases, ConfirmFreshMakesAFlakyResultAFailureWhenItFailsFirstInAFreshProcess) {
+  bool fails = true;
+  PropertyRun run = intRun(5, [&](const Case&) { return verdict(!fails, "wrong"); });
+  run.confirmFlaky = {{"reason", "flaky: wrong"},
+                      {"cases_run", 3},
+                      {"counterexample", 9},
+                      {"observations", {{"replays", {{"failed", 2}, {"of", 4}}}}}};
+  RunOptions opts;
+  RunState s(run, opts);
+  const auto failed = confirmFresh(s);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, "fail");
+  EXPECT_EQ(failed->observations.at("replays"), json({{"failed", 3}, {"of", 5}}));
+  EXPECT_EQ(failed->casesRun, 4);
+  fails = false;
+  RunState t(run, opts);
+  const auto flaky = confirmFresh(t);
+  ASSERT_TRUE(flaky);
+  EXPECT_EQ(flaky->status, "flaky");
+  EXPECT_EQ(flaky->observations.at("replays"), json({{"failed", 2}, {"of", 5}}));
+}
+
+TEST(Phases, ReuseReportsTheFirstStoredExampleThatStillFailsAndListsTheOthers) {
+  PropertyRun run = intRun(5, [](const Case& c) { return verdict(c.value.get<int>() < 100); });
+  RunOptions opts;
+  opts.flakyReplays = 0;
+  opts.examples = {{{"case", 1}, {"file", "a.json"}, {"stored_at", "t1"}},
+                   {{"case", 500}, {"file", "b.json"}, {"stored_at", "t2"}}};
+  RunState s(run, opts);
+  json db;
+  const auto failed = reuse(s, db);
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, "fail");
+  EXPECT_EQ(failed->counterexample, json(500));
+  EXPECT_EQ(failed->observations.at("db").at("fixed").size(), 1u);
+  EXPECT_EQ(failed->observations.at("db").at("replayed"), 2);
+  opts.examples.pop_back();
+  RunState t(run, opts);
+  EXPECT_FALSE(reuse(t, db)) << "every stored example holds: the search goes on";
+  EXPECT_EQ(db.at("fixed").size(), 1u);
+  RunState u(run, RunOptions{});
+  json empty = json::object();
+  EXPECT_FALSE(reuse(u, empty));
+  EXPECT_TRUE(empty.empty()) << "nothing stored: no db note";
+}
+
+TEST(Phases, SearchEndsNotRunWhereCpuAtenTakesNoSampleInTheDtype) {
+  PropertyRun run = intRun(5, [](const Case&) {
+    return json{{"discard", "CPU ATen rejects call 0: RuntimeError: \"tanh\" not implemented for 'Int'"}};
+  });
+  run.dtype = "int32";
+  run.op = "tanh";
+  RunOptions opts;
+  opts.seed = 3;
+  RunState s(run, opts);
+  auto searched = search(s);
+  ASSERT_TRUE(std::holds_alternative<PropertyOutcome>(searched));
+  const auto& o = std::get<PropertyOutcome>(searched);
+  EXPECT_EQ(o.status, "skip");
+  EXPECT_EQ(o.reason.rfind("not run in int32", 0), 0u) << o.reason;
+  EXPECT_EQ(s.tally.dtypeRejected, SearchTally::kDtypeRejections);
+}
+
+TEST(Phases, SearchFallsBackWhenTheGeneratorGivesUp) {
+  PropertyRun run = intRun(3, [](const Case& c) {
+    return c.value.get<int>() == -1 ? verdict(true) : json{{"discard", "CPU ATen rejects call 0: wrong rank"}};
+  });
+  run.fallback = PropertyRun::Fallback{};
+  run.fallback->name = "opinfo";
+  run.fallback->describes = "OpInfo's samples";
+  run.fallback->make = [](std::string&) -> std::optional<rc::Gen<Case>> { return rc::gen::just(Case{json(-1)}); };
+  RunOptions opts;
+  opts.seed = 5;
+  RunState s(run, opts);
+  auto searched = search(s);
+  ASSERT_TRUE(std::holds_alternative<Found>(searched));
+  record(s, std::get<Found>(searched));
+  EXPECT_EQ(s.out.status, "pass") << s.out.reason;
+  EXPECT_TRUE(s.out.observations.contains("gave_up_first"));
+  closeSearch(s);
+  EXPECT_NE(s.out.reason.find("cases from OpInfo's samples (the schema's samples gave up"), std::string::npos)
+      << s.out.reason;
+}
+
+TEST(Phases, ConfirmByReplaysCallsACaseThatPassesOnceFlaky) {
+  int calls = 0;
+  PropertyRun run = intRun(5, [&](const Case&) { return verdict(++calls % 2 == 0); });
+  RunOptions opts;
+  opts.flakyReplays = 3;
+  RunState s(run, opts);
+  PropertyOutcome o = outcomeFor(run, "fail", "wrong");
+  confirmByReplays(s, o, Case{json(1)}, "");
+  EXPECT_EQ(o.status, "flaky");
+  EXPECT_EQ(o.observations.at("replays"), json({{"failed", 3}, {"of", 4}})) << "failed on the 1st and 3rd replays";
+  PropertyOutcome steady = outcomeFor(run, "fail", "wrong");
+  run.judge = [](const Case&) { return verdict(false); };
+  RunState t(run, opts);
+  confirmByReplays(t, steady, Case{json(1)}, "");
+  EXPECT_EQ(steady.status, "fail");
+  EXPECT_EQ(steady.observations.at("replays"), json({{"failed", 4}, {"of", 4}}));
+}
+
+TEST(Phases, NoteShrinkSaysWhatStoppedShrinking) {
+  PropertyOutcome o;
+  o.reason = "wrong";
+  noteShrink(o, json());
+  EXPECT_FALSE(o.observations.contains("shrink"));
+  noteShrink(o, {{"stopped", true}, {"accepted", 2}, {"budget_s", 5}});
+  EXPECT_EQ(o.reason,
+            "wrong (shrinking stopped after 5 s (--shrink-time), 2 smaller failing case(s) found: the "
+            "counterexample may not be the smallest)");
+  o.reason = "wrong";
+  noteShrink(o, {{"stopped", true}, {"accepted", 0}, {"by", "run-time"}});
+  EXPECT_NE(o.reason.find("when the run's --run-time ran out, 0 smaller"), std::string::npos) << o.reason;
+}
+
+TEST(Phases, DistinctSearchesAgainWithTheKindsFoundCountedAsPasses) {
+  auto kinded = [](bool pass, const std::string& kind) {
+    json r;
+    r["verdicts"]["P1"] = {{"pass", pass}, {"reason", kind}, {"kinds", json::array({kind})}};
+    return r;
+  };
+  PropertyRun run = intRun(50, [&](const Case& c) {
+    const int n = c.value.get<int>();
+    return kinded(n < 10, n % 2 ? "odd" : "even");
+  });
+  run.generator = rc::gen::map(rc::gen::resize(100, rc::gen::inRange(0, 1000000)), [](int n) { return Case{json(n)}; });
+  run.distinct = 3;
+  RunOptions opts;
+  opts.seed = 11;
+  opts.flakyReplays = 0;
+  RunState s(run, opts);
+  auto searched = search(s);
+  ASSERT_TRUE(std::holds_alternative<Found>(searched));
+  record(s, std::get<Found>(searched));
+  ASSERT_EQ(s.out.status, "fail");
+  const json first = s.out.observations.at("kinds");
+  distinct(s);
+  const json more = s.out.observations.value("distinct_failures", json::array());
+  ASSERT_EQ(more.size(), 1u) << s.out.observations.dump();
+  EXPECT_NE(more.at(0).at("kinds"), first) << "the second failure is of the other kind";
+}
+
+}  // namespace
+}  // namespace flagprop::phases

@@ -525,6 +525,160 @@ def _order(mods, names_in_use):
     return [by_name[n] for n in out if n in names_in_use]
 
 
+class _Slicer:
+    """One run of ``slice_modules`` over parsed modules (``_Module``): which
+    modules are in use, the top-level names each needs, the statements each
+    keeps and the bindings its functions run with. ``need`` asks for a name;
+    ``follow`` reads what the kept statements use until nothing new is
+    reached; ``slices`` gives the answer."""
+
+    def __init__(self, mods, names):
+        self.mods, self.names = mods, names
+        self.by_name = {m.name: m for m in mods}
+        self.needed = {m.name: set() for m in mods}  # module -> top-level names (or _WHOLE)
+        self.kept = {m.name: set() for m in mods}  # module -> statement indices
+        self.pruned = {m.name: set() for m in mods}
+        self.state = {}  # (module, function) -> binding it runs with: {param: frozenset}
+        self.processed = {}  # (module, statement index) -> the binding it was read with
+        self.why = {}  # (module, name) -> the statement that first needed it
+        self.in_use, self.work, self.fresh, self.done_aliases = set(), [], [], set()
+
+    def keep(self, mod, i):
+        """Keeps statement ``i`` of module ``mod``; a statement kept for the
+        first time is read next (``follow``)."""
+        if i not in self.kept[mod]:
+            self.kept[mod].add(i)
+            self.fresh.append((mod, i))
+
+    def activate(self, mod):
+        """Puts module ``mod`` (and its parent packages) in use: it keeps the
+        statements that run whatever is used of it (a docstring, a call made
+        at import time, a change to another module)."""
+        if mod in self.in_use:
+            return
+        self.in_use.add(mod)
+        m = self.by_name[mod]
+        for i, s in enumerate(m.stmts):
+            if not s.is_import() and ((not s.binds and not s.changes) or s.changes & m.imported):
+                self.keep(mod, i)
+        parent = mod.rpartition(".")[0]
+        if parent in self.by_name:
+            self.activate(parent)
+
+    def need(self, mod, attr, via, binding=None):
+        """Module ``mod`` must exist and, unless ``attr`` is None, its
+        top-level name ``attr`` (``_WHOLE``: all of it), first needed by
+        ``via``. ``binding``: what the function ``attr`` is called with;
+        None: anything. Raises ``SliceError`` when ``mod`` is not one of the
+        modules."""
+        if mod not in self.by_name:
+            raise SliceError("%s uses %s.%s, which is not one of the modules" % (via, mod, attr))
+        self.activate(mod)
+        if attr is None:
+            return
+        self.why.setdefault((mod, attr), via)
+        m = self.by_name[mod]
+        if attr in m.defs:
+            old = self.state.get((mod, attr))
+            new = dict(binding or {}) if old is None else _merge(old, binding or {})
+            if new != old:
+                self.state[(mod, attr)] = new
+                i = m.stmts.index(m.defs[attr])
+                if (mod, i) in self.processed and self.processed[(mod, i)] != new:
+                    self.fresh.append((mod, i))
+        if attr not in self.needed[mod]:
+            self.needed[mod].add(attr)
+            self.work.append((mod, attr))
+
+    def follow(self):
+        """Follows every use from what is needed so far until nothing new
+        is reached (``_keep_binders``, ``_read_kept``, ``_need_imported``)."""
+        while self.work or self.fresh:
+            self._keep_binders()
+            self._read_kept()
+            self._need_imported()
+
+    def _keep_binders(self):
+        """Keeps, for each name asked for, the statements that bind it and
+        those that change it (a submodule read as an attribute is needed
+        itself). Raises ``SliceError`` for a name its module does not bind."""
+        while self.work:
+            mod, attr = self.work.pop()
+            m = self.by_name[mod]
+            if attr != _WHOLE and m.package and (mod + "." + attr) in self.by_name and not m.binds(attr):
+                self.need(mod + "." + attr, None, self.why.get((mod, attr)))  # a submodule read as an attribute
+                continue
+            if attr != _WHOLE and not m.binds(attr):
+                raise SliceError("%s uses %s.%s, which does not exist" % (self.why.get((mod, attr)), mod, attr))
+            for i, s in enumerate(m.stmts):  # what binds it, and what changes it
+                if attr == _WHOLE or attr in s.binds or attr in s.changes:
+                    self.keep(mod, i)
+
+    def _read_kept(self):
+        """Reads each statement kept since the last time (or whose function
+        runs with another binding now) and needs what it uses, with the
+        binding each direct call gives its callee."""
+        while self.fresh:
+            mod, i = self.fresh.pop()
+            m, s = self.by_name[mod], self.by_name[mod].stmts[i]
+            if s.is_import():
+                continue
+            binding = self.state.get((mod, s.node.name)) if s.function() is not None else None
+            self.processed[(mod, i)] = binding
+            needs, left = m.uses(s, binding, self.names)
+            self.pruned[mod] |= {n for n in left if m.binds(n)}
+            via = "%s:%s" % (mod, ",".join(sorted(s.binds)) or "line %d" % s.start)
+            for target, attr, call in needs:
+                if target == mod and attr not in (None, _WHOLE) and not m.binds(attr):
+                    continue  # a builtin, or a name _verify reports
+                callee = self.by_name[target].defs.get(attr) if target in self.by_name and attr else None
+                self.need(target, attr, via, _bind_call(callee.node, call) if callee is not None and call else None)
+
+    def _need_imported(self):
+        """For each name a kept import binds that is in use, needs what it
+        names (the module, or the name in its module)."""
+        for mod in sorted(self.in_use):
+            m = self.by_name[mod]
+            for i in sorted(self.kept[mod]):
+                s = m.stmts[i]
+                if not s.is_import():
+                    continue
+                for a in s.node.names:
+                    bound = a.asname or a.name.split(".")[0]
+                    if (bound in self.needed[mod] or _WHOLE in self.needed[mod]) \
+                            and (mod, i, bound) not in self.done_aliases:
+                        self.done_aliases.add((mod, i, bound))
+                        one = ast.ImportFrom(module=s.node.module, names=[a], level=s.node.level) \
+                            if isinstance(s.node, ast.ImportFrom) else ast.Import(names=[a])
+                        for v in m.import_aliases(one, self.names).values():
+                            self.need(v[1], None if v[0] == "module" else v[2], "%s:%s" % (mod, bound))
+
+    def slices(self):
+        """The sliced modules in use, in the order they must run
+        (``slice_modules`` describes each dict); not yet verified."""
+        out = []
+        for m in _order(self.mods, self.in_use):
+            bound = {f: {p: sorted(v) for p, v in b.items()} for (mod, f), b in sorted(self.state.items())
+                     if mod == m.name and b and any(_decide_any(m.defs[f].node, b))}
+            left = sorted(self.pruned[m.name] - self.needed[m.name])
+            source, kept_names, left_out = _emit(m, self.kept[m.name], self.needed[m.name], left, bound)
+            out.append({"name": m.name, "package": m.package, "path": m.path, "source": source, "kept": kept_names,
+                        "left_out": left_out, "pruned": left, "bound": bound,
+                        "full_bytes": len(m.source.encode("utf-8")),
+                        "why": {n: self.why.get((m.name, n)) for n in sorted(self.needed[m.name])}})
+        return out
+
+
+def _parsed(module, names):
+    """``_Module`` of one entry of ``slice_modules``' ``modules`` (its
+    ``source``, else the file at its ``path``)."""
+    src = module.get("source")
+    if src is None:
+        with open(module["path"], encoding="utf-8") as f:
+            src = f.read()
+    return _Module(module["name"], bool(module["package"]), module["path"], src, names)
+
+
 def slice_modules(modules, entries, bindings=None):
     """Slices ``modules`` down to what ``entries`` reach.
 
@@ -546,117 +700,15 @@ def slice_modules(modules, entries, bindings=None):
     ``SliceError`` when an entry or a used name does not exist, or a slice
     fails ``_verify``."""
     names = {m["name"] for m in modules}
-    mods = []
-    for m in modules:
-        src = m.get("source")
-        if src is None:
-            with open(m["path"], encoding="utf-8") as f:
-                src = f.read()
-        mods.append(_Module(m["name"], bool(m["package"]), m["path"], src, names))
-    by_name = {m.name: m for m in mods}
-    needed = {m.name: set() for m in mods}  # module -> top-level names (or _WHOLE)
-    kept = {m.name: set() for m in mods}  # module -> statement indices
-    pruned = {m.name: set() for m in mods}
-    state = {}  # (module, function) -> binding it runs with: {param: frozenset}
-    processed = {}  # (module, statement index) -> the binding it was read with
-    why = {}  # (module, name) -> the statement that first needed it
-    in_use, work, fresh, done_aliases = set(), [], [], set()
-
-    def keep(mod, i):
-        if i not in kept[mod]:
-            kept[mod].add(i)
-            fresh.append((mod, i))
-
-    def activate(mod):
-        if mod in in_use:
-            return
-        in_use.add(mod)
-        m = by_name[mod]
-        for i, s in enumerate(m.stmts):  # a docstring, a call made at import time, a change to another module
-            if not s.is_import() and ((not s.binds and not s.changes) or s.changes & m.imported):
-                keep(mod, i)
-        parent = mod.rpartition(".")[0]
-        if parent in by_name:
-            activate(parent)
-
-    def need(mod, attr, via, binding=None):
-        """``binding``: what the function ``attr`` is called with; None: anything."""
-        if mod not in by_name:
-            raise SliceError("%s uses %s.%s, which is not one of the modules" % (via, mod, attr))
-        activate(mod)
-        if attr is None:
-            return
-        why.setdefault((mod, attr), via)
-        m = by_name[mod]
-        if attr in m.defs:
-            old = state.get((mod, attr))
-            new = dict(binding or {}) if old is None else _merge(old, binding or {})
-            if new != old:
-                state[(mod, attr)] = new
-                i = m.stmts.index(m.defs[attr])
-                if (mod, i) in processed and processed[(mod, i)] != new:
-                    fresh.append((mod, i))
-        if attr not in needed[mod]:
-            needed[mod].add(attr)
-            work.append((mod, attr))
-
+    slicer = _Slicer([_parsed(m, names) for m in modules], names)
     for e in entries:
         mod, _, attr = e.partition(":")
-        if mod not in by_name or not attr:
+        if mod not in slicer.by_name or not attr:
             raise SliceError("entry %r names no module of the set" % e)
         given = (bindings or {}).get(e) or {}
-        need(mod, attr, "entry", {p: frozenset([v] if isinstance(v, str) else v) for p, v in given.items()})
-    while work or fresh:
-        while work:
-            mod, attr = work.pop()
-            m = by_name[mod]
-            if attr != _WHOLE and m.package and (mod + "." + attr) in by_name and not m.binds(attr):
-                need(mod + "." + attr, None, why.get((mod, attr)))  # a submodule read as an attribute
-                continue
-            if attr != _WHOLE and not m.binds(attr):
-                raise SliceError("%s uses %s.%s, which does not exist" % (why.get((mod, attr)), mod, attr))
-            for i, s in enumerate(m.stmts):  # what binds it, and what changes it
-                if attr == _WHOLE or attr in s.binds or attr in s.changes:
-                    keep(mod, i)
-        while fresh:
-            mod, i = fresh.pop()
-            m, s = by_name[mod], by_name[mod].stmts[i]
-            if s.is_import():
-                continue
-            binding = state.get((mod, s.node.name)) if s.function() is not None else None
-            processed[(mod, i)] = binding
-            needs, left = m.uses(s, binding, names)
-            pruned[mod] |= {n for n in left if m.binds(n)}
-            via = "%s:%s" % (mod, ",".join(sorted(s.binds)) or "line %d" % s.start)
-            for target, attr, call in needs:
-                if target == mod and attr not in (None, _WHOLE) and not m.binds(attr):
-                    continue  # a builtin, or a name _verify reports
-                callee = by_name[target].defs.get(attr) if target in by_name and attr else None
-                need(target, attr, via, _bind_call(callee.node, call) if callee is not None and call else None)
-        for mod in sorted(in_use):  # the names an import binds that are in use: what they name is needed
-            m = by_name[mod]
-            for i in sorted(kept[mod]):
-                s = m.stmts[i]
-                if not s.is_import():
-                    continue
-                for a in s.node.names:
-                    bound = a.asname or a.name.split(".")[0]
-                    if (bound in needed[mod] or _WHOLE in needed[mod]) and (mod, i, bound) not in done_aliases:
-                        done_aliases.add((mod, i, bound))
-                        one = ast.ImportFrom(module=s.node.module, names=[a], level=s.node.level) \
-                            if isinstance(s.node, ast.ImportFrom) else ast.Import(names=[a])
-                        for v in m.import_aliases(one, names).values():
-                            need(v[1], None if v[0] == "module" else v[2], "%s:%s" % (mod, bound))
-    out = []
-    for m in _order(mods, in_use):
-        bound = {f: {p: sorted(v) for p, v in b.items()} for (mod, f), b in sorted(state.items())
-                 if mod == m.name and b and any(_decide_any(m.defs[f].node, b))}
-        left = sorted(pruned[m.name] - needed[m.name])
-        source, kept_names, left_out = _emit(m, kept[m.name], needed[m.name], left, bound)
-        out.append({"name": m.name, "package": m.package, "path": m.path, "source": source, "kept": kept_names,
-                    "left_out": left_out, "pruned": left, "bound": bound,
-                    "full_bytes": len(m.source.encode("utf-8")),
-                    "why": {n: why.get((m.name, n)) for n in sorted(needed[m.name])}})
+        slicer.need(mod, attr, "entry", {p: frozenset([v] if isinstance(v, str) else v) for p, v in given.items()})
+    slicer.follow()
+    out = slicer.slices()
     _verify(out, names)
     return out
 

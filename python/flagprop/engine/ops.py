@@ -483,17 +483,12 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     that does not check its arguments reads memory it does not own, and such
     a case says nothing about the op under test."""
     fn = aten_op(op)
-    cpu_device = torch.device("cpu")
     own = [same_layout(t) for t in cpu]
     try:
-        same, failed = call_op(fn, call, own, cpu_device), None
+        same, failed = call_op(fn, call, own, torch.device("cpu")), None
     except Exception as e:
         same, failed = None, e
-    meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in cpu]
-    try:
-        shapes_from = call_op(fn, call, meta)
-    except Exception:
-        shapes_from = None
+    shapes_from = _meta_outputs(fn, call, cpu)
     if same is None:
         # Only a float64 call can stand in for a CPU kernel that rejects the
         # run's dtype: with no floating input there is none (silu on int32).
@@ -502,55 +497,11 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
         aliases, shares, relaid = [[] for _ in shapes_from], [[] for _ in shapes_from], [None] * len(cpu)
         writes = sorted(_written(fn, call))
     else:
-        if repeat:
-            again = call_op(fn, call, [same_layout(t) for t in cpu], cpu_device)
-            if len(again) != len(same) or not all(
-                    a.shape == b.shape and verdicts.same_bits(a, b) for a, b in zip(same, again)):
-                raise ValueError("two calls on the same inputs disagree "
-                                 "(unchecked arguments: it reads memory it does not own)")
-        aliases = [_aliases(o, own) for o in same]
-        shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
-        relaid = [None if verdicts.same_layout_meta(_layout_of(a), _layout_of(b)) else _layout_of(a)
-                  for a, b in zip(own, cpu)]
-        writes = [j for j, (a, b) in enumerate(zip(own, cpu)) if _values_changed(a, b)]
-        same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
+        same, aliases, shares, relaid, writes = _same_dtype_effects(fn, call, cpu, own, same, repeat)
         if shapes_from is None or len(shapes_from) != len(same):
             shapes_from = same
-    dense = _dense_read_only(fn, call, cpu)
-    values = None
-    if upcast and any(t.is_floating_point() for t in cpu):
-        up = [same_layout(t, torch.float64 if t.is_floating_point() else None) for t in dense or cpu]
-        try:
-            values = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up, cpu_device), shapes_from)]
-        except Exception:
-            # An op without a float64 kernel (choose_qparams_optimized): the
-            # same-dtype call is the reference.
-            if same is None:
-                raise
-    # A half-precision run: the same call computed in float32 too (rounded
-    # to the output dtype), which tells the elements that are settled at the
-    # precision such kernels compute in (verdicts.settled).
-    values32 = None
-    if values is not None and any(t.dtype in (torch.float16, torch.bfloat16) for t in cpu):
-        up32 = [same_layout(t, torch.float32 if t.is_floating_point() else None) for t in dense or cpu]
-        try:
-            values32 = [v.to(m.dtype) for v, m in zip(call_op(fn, call, up32, cpu_device), shapes_from)]
-        except Exception:  # no float32 kernel for it: every element judged against float64
-            values32 = None
-    if values is not None:
-        pass
-    elif dense is not None and same is not None:
-        values = [v.clone() for v in call_op(fn, call, [same_layout(t) for t in dense], cpu_device)]
-    else:
-        values = same
-    mags = None
-    if magnitude and any(t.is_floating_point() for t in cpu) and (
-            magnitude is True or any(m.numel() < max(t.numel() for t in cpu) for m in shapes_from)):
-        absolute = [t.double().abs() if t.is_floating_point() else t for t in cpu]
-        try:
-            mags = call_op(fn, call, absolute, cpu_device)
-        except Exception:  # an op that rejects what |x| makes of its arguments: no bound of its own
-            mags = None
+    values, values32 = _reference_values(fn, call, cpu, upcast, same, shapes_from)
+    mags = _magnitudes(fn, call, cpu, magnitude, shapes_from)
     outputs = []
     for i, m in enumerate(shapes_from):
         out = {"dtype": dtype_name(m.dtype), "shape": list(m.shape), "values": values[i], "aliases": aliases[i],
@@ -567,6 +518,107 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
             out["same_dtype_error"] = describe_exception(failed)
         outputs.append(out)
     return outputs, relaid, writes
+
+
+def _meta_outputs(fn, call, cpu):
+    """``fn``'s outputs on meta tensors laid out as the CPU inputs ``cpu``
+    (ATen's meta kernel: dtypes and shapes, no values), or None where the
+    meta call raises."""
+    meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in cpu]
+    try:
+        return call_op(fn, call, meta)
+    except Exception:
+        return None
+
+
+def _same_dtype_effects(fn, call, cpu, own, same, repeat):
+    """What the CPU kernel's call ``same`` on ``own`` (copies of the CPU
+    inputs ``cpu`` in their own dtypes and layouts) did besides its values.
+
+    Returns ``(same, aliases, shares, relaid, writes)`` as ``reference``
+    describes them; an output that shares storage with an input or an
+    earlier output is cloned in ``same``, so that later calls cannot change
+    it. With ``repeat``, raises ValueError where a second call on fresh
+    copies of the inputs gives other bits."""
+    if repeat:
+        again = call_op(fn, call, [same_layout(t) for t in cpu], torch.device("cpu"))
+        if len(again) != len(same) or not all(
+                a.shape == b.shape and verdicts.same_bits(a, b) for a, b in zip(same, again)):
+            raise ValueError("two calls on the same inputs disagree "
+                             "(unchecked arguments: it reads memory it does not own)")
+    aliases = [_aliases(o, own) for o in same]
+    shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
+    relaid = [None if verdicts.same_layout_meta(_layout_of(a), _layout_of(b)) else _layout_of(a)
+              for a, b in zip(own, cpu)]
+    writes = [j for j, (a, b) in enumerate(zip(own, cpu)) if _values_changed(a, b)]
+    same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
+    return same, aliases, shares, relaid, writes
+
+
+def _floating_as(inputs, dtype):
+    """Copies of ``inputs`` (``same_layout``), the floating ones in
+    ``dtype``."""
+    return [same_layout(t, dtype if t.is_floating_point() else None) for t in inputs]
+
+
+def _rounded_call(fn, call, inputs, shapes_from):
+    """``fn``'s outputs on the CPU tensors ``inputs``, each rounded to the
+    dtype of its output in ``shapes_from``; raises what the call raises."""
+    return [v.to(m.dtype) for v, m in zip(call_op(fn, call, inputs, torch.device("cpu")), shapes_from)]
+
+
+def _reference_values(fn, call, cpu, upcast, same, shapes_from):
+    """``(values, values_f32)`` of ``reference``'s outputs. ``values``: the
+    call with floating inputs in float64 when ``upcast``, else the
+    same-dtype call's answer (``same``), each on dense copies of the inputs
+    ``_dense_read_only`` swaps, where it swaps any. ``values_f32``, for a
+    half-precision run: the call in float32 (else None, also where it
+    raises). Raises where the float64 call raises and there is no
+    same-dtype answer."""
+    dense = _dense_read_only(fn, call, cpu)
+    values = None
+    if upcast and any(t.is_floating_point() for t in cpu):
+        up = _floating_as(dense or cpu, torch.float64)
+        try:
+            values = _rounded_call(fn, call, up, shapes_from)
+        except Exception:
+            # An op without a float64 kernel (choose_qparams_optimized): the
+            # same-dtype call is the reference.
+            if same is None:
+                raise
+    # A half-precision run: the same call computed in float32 too (rounded
+    # to the output dtype), which tells the elements that are settled at the
+    # precision such kernels compute in (verdicts.settled).
+    values32 = None
+    if values is not None and any(t.dtype in (torch.float16, torch.bfloat16) for t in cpu):
+        up32 = _floating_as(dense or cpu, torch.float32)
+        try:
+            values32 = _rounded_call(fn, call, up32, shapes_from)
+        except Exception:  # no float32 kernel for it: every element judged against float64
+            values32 = None
+    if values is not None:
+        pass
+    elif dense is not None and same is not None:
+        values = [v.clone() for v in call_op(fn, call, [same_layout(t) for t in dense], torch.device("cpu"))]
+    else:
+        values = same
+    return values, values32
+
+
+def _magnitudes(fn, call, cpu, magnitude, shapes_from):
+    """The op on the absolute values of the inputs in float64 (see
+    ``reference``'s ``magnitude``), or None: without ``magnitude``, without
+    a floating input, with "if_reducing" where no output of ``shapes_from``
+    has fewer elements than the largest input, or where the op rejects
+    what |x| makes of its arguments (no bound of its own then)."""
+    if magnitude and any(t.is_floating_point() for t in cpu) and (
+            magnitude is True or any(m.numel() < max(t.numel() for t in cpu) for m in shapes_from)):
+        absolute = [t.double().abs() if t.is_floating_point() else t for t in cpu]
+        try:
+            return call_op(fn, call, absolute, torch.device("cpu"))
+        except Exception:
+            return None
+    return None
 
 
 def _values_changed(after, before):

@@ -61,59 +61,55 @@ std::string inReport(const std::string& p, const json& report) {
 }
 }  // namespace
 
-json mergeReport(const json& targetsIn, const json& runInfo) {
-  json targets = targetsIn;
-  for (auto& t : targets) {  // each result says what its manifest expects, so readers need not re-derive it
-    for (auto& r : t["results"]) {
-      if (!r.is_object()) continue;
-      const ResultRecord rec = resultRecord(r);
-      // The one replay command, for report.md, the console, report.html and the drafts alike.
-      if (!rec.reproduce.empty()) r["replay"] = replayCommand(runInfo, t, rec);
-      if (!rec.observations.distinctFailures.empty())
-        for (auto& d : r["observations"]["distinct_failures"])
-          if (d.is_object() && !d.value("reproduce", std::string()).empty())
-            d["replay"] = replayCommand(runInfo, t, rec.replayId(), d.value("reproduce", std::string()));
-      const std::string want = expectedStatus(t.value("expect", json::object()), rec.property, rec.op, rec.dtype);
-      r["expected"] = want.empty() ? "pass or skip" : want;
-      r["as_expected"] = resultExpected(t, rec);
-    }
-    if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
+namespace {
+
+// Each result says what its manifest expects and how to replay it, so that
+// no reader re-derives either.
+void annotateResults(json& t, const json& runInfo) {
+  for (auto& r : t["results"]) {
+    if (!r.is_object()) continue;
+    const ResultRecord rec = resultRecord(r);
+    // The one replay command, for report.md, the console, report.html and the drafts alike.
+    if (!rec.reproduce.empty()) r["replay"] = replayCommand(runInfo, t, rec);
+    if (!rec.observations.distinctFailures.empty())
+      for (auto& d : r["observations"]["distinct_failures"])
+        if (d.is_object() && !d.value("reproduce", std::string()).empty())
+          d["replay"] = replayCommand(runInfo, t, rec.replayId(), d.value("reproduce", std::string()));
+    const std::string want = expectedStatus(t.value("expect", json::object()), rec.property, rec.op, rec.dtype);
+    r["expected"] = want.empty() ? "pass or skip" : want;
+    r["as_expected"] = resultExpected(t, rec);
   }
-  for (auto& t : targets) {
-    if (!t.contains("results")) continue;
-    if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
-    json cells = json::array();  // the matrix row, for report.html: the cells the console and report.md show
-    std::vector<std::string> ids;
-    for (const auto& d : properties()) ids.push_back(d.id);
-    std::set<std::string> other;
-    for (const auto& r : resultRecords(t))
-      if (!r.property.empty() && !findProperty(r.property)) other.insert(r.property);
-    ids.insert(ids.end(), other.begin(), other.end());
-    for (const auto& id : ids)
-      if (const MatrixCell c = matrixCellOf(t, id); c.of > 0)
-        cells.push_back({{"property", id},
-                         {"status", c.status},
-                         {"count", c.count},
-                         {"of", c.of},
-                         {"unexpected", c.unexpected},
-                         {"label", c.label()}});
-    t["matrix"] = cells;
-  }
-  json report = {{"schema", "flagprop.report/1"}, {"properties", propertiesJson()}, {"targets", targets}};
-  json prov = runInfo;
-  for (const auto& t : targets)
-    if (t.value("status", "") == "ok" && t.contains("provenance")) {
-      prov["versions"] = t["provenance"].value("versions", json::object());
-      break;
-    }
-  report["provenance"] = prov;
-  json counts = {{"pass", 0}, {"fail", 0}, {"flaky", 0}, {"skip", 0}, {"error", 0}};
-  json unexpected = json::array();
+  if (t.contains("expect") && t.at("expect").is_object()) t["expect"] = expectEntries(t.at("expect"));
+}
+
+// The target's matrix row, for report.html: the cells the console and
+// report.md show, registry properties first, then any other.
+json matrixRow(const json& t) {
+  json cells = json::array();
+  std::vector<std::string> ids;
+  for (const auto& d : properties()) ids.push_back(d.id);
+  std::set<std::string> other;
+  for (const auto& r : resultRecords(t))
+    if (!r.property.empty() && !findProperty(r.property)) other.insert(r.property);
+  ids.insert(ids.end(), other.begin(), other.end());
+  for (const auto& id : ids)
+    if (const MatrixCell c = matrixCellOf(t, id); c.of > 0)
+      cells.push_back({{"property", id},
+                       {"status", c.status},
+                       {"count", c.count},
+                       {"of", c.of},
+                       {"unexpected", c.unexpected},
+                       {"label", c.label()}});
+  return cells;
+}
+
+// The example database's counts over every target; null when no target used one.
+json dbSummary(const json& targets) {
   json db = {{"replayed", 0}, {"still_failing", 0}, {"flaky", 0}, {"fixed", 0}, {"dropped", 0}, {"stored", 0}};
-  bool dbUsed = false;
+  bool used = false;
   for (const auto& t : targets) {
     if (t.contains("db")) {
-      dbUsed = true;
+      used = true;
       db["dir"] = t.at("db").value("dir", std::string());
       db["stored"] = db["stored"].get<int>() + t.at("db").value("stored", 0);
       if (t.at("db").contains("error")) db["error"] = t.at("db").at("error");
@@ -128,6 +124,13 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
       db["dropped"] = db["dropped"].get<int>() + static_cast<int>(d.dropped.size());
     }
   }
+  return used ? db : json();
+}
+
+// {"targets", "target_errors", "results" (counts by status), "unexpected"}.
+json summaryOf(const json& targets) {
+  json counts = {{"pass", 0}, {"fail", 0}, {"flaky", 0}, {"skip", 0}, {"error", 0}};
+  json unexpected = json::array();
   int targetErrors = 0;
   for (const auto& t : targets) {
     if (t.value("status", "") != "ok") {
@@ -141,20 +144,39 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
     for (const auto& r : resultRecords(t)) {
       const std::string status = r.status.empty() ? "error" : r.status;
       counts[status] = counts.value(status, 0) + 1;
-      if (!resultExpected(t, r)) {
-        json u = {
-            {"target", t.value("name", "?")}, {"property", r.property}, {"status", r.status}, {"reason", r.reason}};
-        if (r.hasOp()) {
-          u["op"] = r.op;
-          u["dtype"] = r.dtype;
-        }
-        unexpected.push_back(u);
+      if (resultExpected(t, r)) continue;
+      json u = {{"target", t.value("name", "?")}, {"property", r.property}, {"status", r.status}, {"reason", r.reason}};
+      if (r.hasOp()) {
+        u["op"] = r.op;
+        u["dtype"] = r.dtype;
       }
+      unexpected.push_back(u);
     }
   }
-  report["summary"] = {
+  return {
       {"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts}, {"unexpected", unexpected}};
-  if (dbUsed) report["summary"]["db"] = db;
+}
+
+}  // namespace
+
+json mergeReport(const json& targetsIn, const json& runInfo) {
+  json targets = targetsIn;
+  for (auto& t : targets) annotateResults(t, runInfo);
+  for (auto& t : targets) {
+    if (!t.contains("results")) continue;
+    if (json c = opCoverage(t); c.value("ops", 0) > 0) t["coverage"] = std::move(c);
+    t["matrix"] = matrixRow(t);
+  }
+  json report = {{"schema", "flagprop.report/1"}, {"properties", propertiesJson()}, {"targets", targets}};
+  json prov = runInfo;
+  for (const auto& t : targets)
+    if (t.value("status", "") == "ok" && t.contains("provenance")) {
+      prov["versions"] = t["provenance"].value("versions", json::object());
+      break;
+    }
+  report["provenance"] = prov;
+  report["summary"] = summaryOf(targets);
+  if (json db = dbSummary(targets); !db.is_null()) report["summary"]["db"] = db;
   return report;
 }
 

@@ -332,87 +332,83 @@ constexpr size_t kMinCodeBudget = 8000;
 
 }  // namespace
 
-std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
-                            const PropertyOutcome& outcome, const std::string& nameSuffix) {
-  fs::create_directories(dir);
+namespace {
+
+// The reproducer's file in `dir`: repro_NAME_KEY[SUFFIX]_TAG.py, a name of
+// letters, digits, '_' and '-' within 255 bytes (at most 80 of the name,
+// 120 of the key); TAG, the manifest path's hash, keeps two manifests of
+// one name apart.
+std::string reproducerPath(const std::string& dir, const json& target, const PropertyOutcome& outcome,
+                           const std::string& nameSuffix) {
   const std::string name = target.value("name", std::string("target"));
-  // Two manifests may share a name: the manifest path's hash keeps their files apart.
   const std::string tag = std::to_string(std::hash<std::string>{}(target.value("manifest", std::string())) % 10000);
-  // A file name of letters, digits, '_' and '-' within 255 bytes: at most 80 of the name, 120 of the key.
   const auto part = [](std::string s, size_t most) {
     for (auto& ch : s)
       if (!isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
     return s.substr(0, most);
   };
-  const std::string path =
-      (fs::path(dir) / ("repro_" + part(name, 80) + "_" + part(outcome.key(), 120) + nameSuffix + "_" + tag + ".py"))
-          .string();
-  const Roots roots(dir);
+  return (fs::path(dir) / ("repro_" + part(name, 80) + "_" + part(outcome.key(), 120) + nameSuffix + "_" + tag + ".py"))
+      .string();
+}
 
-  // The code under test: named variables at the top; TARGET holds the rest.
+// What every reproducer starts with after its first comment: how to run
+// it, its exit statuses, the checks of its python and arguments.
+const char* kPrologue =
+    "#\n"
+    "# Run it with the python3 that has torch (flagprop itself is not needed):\n"
+    "#     python3 THIS_FILE\n"
+    "# Exit status: 1 the failure reproduces, 0 it does not, 2 a file of the code\n"
+    "# under test is missing, 3 it cannot run here (this python has no torch, no\n"
+    "# device, ...). `python3 THIS_FILE --dump-code DIR` writes the embedded code\n"
+    "# out as files (and exits 0 without running the case).\n"
+    "\n"
+    "import json\n"
+    "import os\n"
+    "import sys\n"
+    "\n"
+    "if sys.version_info[0] < 3:\n"
+    "    try:\n"
+    "        sys.stdout.write(\"cannot run: this is Python %d; run it with the python3 that has torch\\n\" %\n"
+    "                         sys.version_info[0])\n"
+    "    finally:\n"
+    "        sys.exit(3)\n"
+    "_USAGE = (\"usage: python3 %s [--dump-code DIR]\\n  runs the counterexample; exit 1 it reproduces, 0 it \"\n"
+    "          \"does not, 2 a file of the code under test is missing, 3 it cannot run here\\n\" % sys.argv[0])\n"
+    "if any(a in (\"-h\", \"--help\") for a in sys.argv[1:]):\n"
+    "    sys.stdout.write(_USAGE)\n"
+    "    sys.exit(0)\n"
+    "if sys.argv[1:] and not (len(sys.argv) <= 3 and sys.argv[1] == \"--dump-code\") and \\\n"
+    "        not set(sys.argv[1:]) <= {\"--in-child\", \"--in-sanitizer\"}:  # the last two: its own children\n"
+    "    sys.stdout.write(\"cannot run: unknown arguments %s\\n\" % \" \".join(sys.argv[1:]) + _USAGE)\n"
+    "    sys.exit(3)\n"
+    "if \"--dump-code\" not in sys.argv:\n"
+    "    try:\n"
+    "        import torch\n"
+    "    except Exception as e:  # never let a python without torch look like a verdict\n"
+    "        try:\n"
+    "            sys.stdout.write(\"cannot run: this python (%s) cannot import torch (%s: %s); run it with \"\n"
+    "                             \"the python3 that has torch: python3 %s\\n\" % (sys.executable,\n"
+    "                                                                        type(e).__name__, e, sys.argv[0]))\n"
+    "        finally:\n"
+    "            sys.exit(3)\n"
+    "\n"
+    "# The code under test: edit these to point at your files. \"{ROOT}/...\" is\n"
+    "# under FLAGPROP_ROOT (below), \"{HERE}/...\" next to this file; \"\": none.\n";
+
+// The code under test as the reproducer's variables (INSTALLER_PATH ...
+// FLAGPROP_ROOT): paths under the checkout or the report as {ROOT} / {HERE}.
+std::string codeVariables(const std::string& dir, const json& target, const Roots& roots) {
   const json inst = target.value("installer", json::object()), fg = target.value("flag_gems", json::object()),
              ops = target.value("ops", json::object());
   json pythonPath = json::array();
   for (const auto& p : inst.value("python_path", json::array()))
     pythonPath.push_back(codePath(p.get<std::string>(), roots));
-  json rest = roots.data(target);
-  for (const char* section : {"installer", "flag_gems", "ops"})
-    if (rest.contains(section) && rest[section].is_object() && rest[section].contains("path"))
-      rest[section]["path"] = "";
-  if (rest.contains("installer") && rest["installer"].is_object()) rest["installer"]["python_path"] = json::array();
   std::string flagpropRoot = "None";  // relative to the reproducer when the report is inside the checkout
   const fs::path rootAbs = fs::path(dataRoot()).lexically_normal(), dirAbs = fs::absolute(dir).lexically_normal();
   if (dirAbs.string().rfind(rootAbs.string() + "/", 0) == 0)
     flagpropRoot = pyString(rootAbs.lexically_relative(dirAbs).string());
-  const json obs = outcome.observations.is_object() ? outcome.observations : json::object();
-  const std::string reason = display(outcome.reason, roots);
-
-  std::string head = "# -*- coding: utf-8 -*-\n";
-  head += comment("flagprop reproducer: " + outcome.key() + " (" + outcome.title + ") on target " + name + ".");
-  head += "#\n" + comment("Finding: " + reason.substr(0, 600) + (reason.size() > 600 ? " ..." : ""));
-  head +=
-      "#\n"
-      "# Run it with the python3 that has torch (flagprop itself is not needed):\n"
-      "#     python3 THIS_FILE\n"
-      "# Exit status: 1 the failure reproduces, 0 it does not, 2 a file of the code\n"
-      "# under test is missing, 3 it cannot run here (this python has no torch, no\n"
-      "# device, ...). `python3 THIS_FILE --dump-code DIR` writes the embedded code\n"
-      "# out as files (and exits 0 without running the case).\n"
-      "\n"
-      "import json\n"
-      "import os\n"
-      "import sys\n"
-      "\n"
-      "if sys.version_info[0] < 3:\n"
-      "    try:\n"
-      "        sys.stdout.write(\"cannot run: this is Python %d; run it with the python3 that has torch\\n\" %\n"
-      "                         sys.version_info[0])\n"
-      "    finally:\n"
-      "        sys.exit(3)\n"
-      "_USAGE = (\"usage: python3 %s [--dump-code DIR]\\n  runs the counterexample; exit 1 it reproduces, 0 it \"\n"
-      "          \"does not, 2 a file of the code under test is missing, 3 it cannot run here\\n\" % sys.argv[0])\n"
-      "if any(a in (\"-h\", \"--help\") for a in sys.argv[1:]):\n"
-      "    sys.stdout.write(_USAGE)\n"
-      "    sys.exit(0)\n"
-      "if sys.argv[1:] and not (len(sys.argv) <= 3 and sys.argv[1] == \"--dump-code\") and \\\n"
-      "        not set(sys.argv[1:]) <= {\"--in-child\", \"--in-sanitizer\"}:  # the last two: its own children\n"
-      "    sys.stdout.write(\"cannot run: unknown arguments %s\\n\" % \" \".join(sys.argv[1:]) + _USAGE)\n"
-      "    sys.exit(3)\n"
-      "if \"--dump-code\" not in sys.argv:\n"
-      "    try:\n"
-      "        import torch\n"
-      "    except Exception as e:  # never let a python without torch look like a verdict\n"
-      "        try:\n"
-      "            sys.stdout.write(\"cannot run: this python (%s) cannot import torch (%s: %s); run it with \"\n"
-      "                             \"the python3 that has torch: python3 %s\\n\" % (sys.executable,\n"
-      "                                                                        type(e).__name__, e, sys.argv[0]))\n"
-      "        finally:\n"
-      "            sys.exit(3)\n"
-      "\n"
-      "# The code under test: edit these to point at your files. \"{ROOT}/...\" is\n"
-      "# under FLAGPROP_ROOT (below), \"{HERE}/...\" next to this file; \"\": none.\n";
-  head += "INSTALLER_PATH = " + pyString(codePath(inst.value("path", std::string()), roots)) +
-          "  # the installer's source (installer mode \"source\")\n";
+  std::string head = "INSTALLER_PATH = " + pyString(codePath(inst.value("path", std::string()), roots)) +
+                     "  # the installer's source (installer mode \"source\")\n";
   head += "OPS_PATH = " + pyString(codePath(ops.value("path", std::string()), roots)) +
           "  # a Python file of ops (ops kind \"module\")\n";
   head += "FLAGGEMS_SRC = " + pyString(codePath(fg.value("path", std::string()), roots)) +
@@ -422,12 +418,23 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
       "# The flagprop checkout that holds the \"{ROOT}\" paths: $FLAGPROP_ROOT if set, else\n"
       "# this (relative to this file's folder) if they are there, else the nearest\n"
       "# folder above this file or above the current directory that holds them all.\n";
-  head += "FLAGPROP_ROOT = " + flagpropRoot + "\n\n";
-  head += "TARGET_NAME = " + pyString(name) + "\n";
+  return head + "FLAGPROP_ROOT = " + flagpropRoot + "\n\n";
+}
+
+// The case and what the run knew of it (TARGET_NAME ... TARGET).
+std::string caseVariables(const json& target, const json& provenance, const PropertyOutcome& outcome,
+                          const Roots& roots) {
+  const json obs = outcome.observations.is_object() ? outcome.observations : json::object();
+  json rest = roots.data(target);
+  for (const char* section : {"installer", "flag_gems", "ops"})
+    if (rest.contains(section) && rest[section].is_object() && rest[section].contains("path"))
+      rest[section]["path"] = "";
+  if (rest.contains("installer") && rest["installer"].is_object()) rest["installer"]["python_path"] = json::array();
+  std::string head = "TARGET_NAME = " + pyString(target.value("name", std::string("target"))) + "\n";
   head += "KEY = " + pyString(outcome.key()) + "\n";
   head += "PROPERTY = " + pyString(outcome.property) + "\n";
   head += "KIND = " + pyString(outcome.checkKind) + "  # flagprop.judging.checks' kind\n";
-  head += "REASON = " + pyString(reason) + "\n";
+  head += "REASON = " + pyString(display(outcome.reason, roots)) + "\n";
   head += "CRASH = " + pyString(display(obs.value("crash", std::string()), roots)) +
           "  # the case ended the suite's process: it runs in a child process\n";
   head += "CRASH_LIMIT_S = " + std::to_string(obs.value("limit_s", 120)) + "\n";
@@ -445,8 +452,23 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
     head += "INPUTS = " + pyLiteral(inputValues(outcome.counterexample)) + "\n";
   }
   head += "# The target (Target::toJson); its paths are the variables above.\n";
-  head += "TARGET = " + pyLiteral(rest) + "\n\n";
+  return head + "TARGET = " + pyLiteral(rest) + "\n\n";
+}
 
+}  // namespace
+
+std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
+                            const PropertyOutcome& outcome, const std::string& nameSuffix) {
+  fs::create_directories(dir);
+  const std::string path = reproducerPath(dir, target, outcome, nameSuffix);
+  const Roots roots(dir);
+  const std::string reason = display(outcome.reason, roots);
+  std::string head = "# -*- coding: utf-8 -*-\n";
+  head += comment("flagprop reproducer: " + outcome.key() + " (" + outcome.title + ") on target " +
+                  target.value("name", std::string("target")) + ".");
+  head += "#\n" + comment("Finding: " + reason.substr(0, 600) + (reason.size() > 600 ? " ..." : ""));
+  head += kPrologue;
+  head += codeVariables(dir, target, roots) + caseVariables(target, provenance, outcome, roots);
   const std::string tail = readFile(dataRoot() + "/reports/reproducer.py.in");
   const size_t other = head.size() + tail.size() + 600;  // and the table's own comment
   const size_t budget = other + kMinCodeBudget < kTargetBytes ? kTargetBytes - other : kMinCodeBudget;

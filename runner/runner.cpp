@@ -165,6 +165,84 @@ void takeCostliestFirst(std::vector<PropertyRun>& runs) {
   });
 }
 
+// What an earlier process of this target left, sorted: the results kept,
+// and the runs to judge again in this fresh process and how.
+struct Earlier {
+  std::set<std::string> done;                // run keys whose results are kept
+  std::map<std::string, json> crashed;       // "op/dtype" -> the crash result
+  std::map<std::string, json> confirm;       // run key -> a crash to judge once more, in this fresh process
+  std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
+  std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
+};
+
+// Sorts the results of `before` into `e`; the kept ones go into doc.results.
+void sortEarlier(const json& before, Earlier& e, json& doc) {
+  for (const auto& r : before.value("results", json::array())) {
+    const ResultRecord rec = resultRecord(r);
+    const Observations& obs = rec.observations;
+    if (rec.key == "process") continue;
+    if (obs.crashIn == "reference" && obs.sampler.empty() && !obs.retried) {
+      // CPU ATen died on a schema sample: the op's runs go again from the
+      // fallback's valid samples (a second crash there is kept).
+      e.retry[rec.op + "/" + rec.dtype] = obs.crash.value_or("");
+      continue;
+    }
+    const bool died = obs.crash.has_value();
+    if (died) e.crashed[rec.op + "/" + rec.dtype] = r;
+    // A death (not a hang: judging it again costs its time limit again) or a
+    // lost device context not yet judged again: once more in this process,
+    // which is a fresh one.
+    const bool lost = rec.reason.rfind(kDeviceLostReason, 0) == 0;
+    // (A death in CPU ATen or the stock path is a skip, no finding to confirm.)
+    if ((died || lost) && !obs.recurred && !obs.as && obs.crash.value_or("").find("timed out") == std::string::npos &&
+        obs.crashIn.empty() && !rec.counterexample.is_null()) {
+      e.confirm[rec.key] = r;
+      continue;
+    }
+    if (wantsFreshJudging(rec)) {
+      e.flaky[rec.key] = r;
+      continue;
+    }
+    doc["results"].push_back(r);
+    e.done.insert(rec.key);
+  }
+}
+
+// Sets `run` up to judge again what the earlier process left of it (a
+// retry from the fallback, a crash or a flaky result to confirm); whether
+// there was any.
+bool judgeAgain(PropertyRun& run, Earlier& e) {
+  if (const auto again = e.retry.find(run.op + "/" + run.dtype); again != e.retry.end() && run.fallback) {
+    const std::string why = again->second;
+    run.fallback->first = []() { return true; };
+    run.fallback->firstBecause = " (CPU ATen ended the process on a schema sample: " + why + ")";
+    run.fallback->retriedAfter = why;
+    return true;
+  }
+  if (const auto again = e.confirm.find(runKey(run)); again != e.confirm.end()) {
+    run.confirmCrash = again->second;
+    return true;
+  }
+  if (const auto again = e.flaky.find(runKey(run)); again != e.flaky.end()) {
+    run.confirmFlaky = again->second;
+    e.flaky.erase(again);
+    return true;
+  }
+  return false;
+}
+
+// The crash of `run`'s op and dtype as `run`'s result ("(as P5) ..."), not
+// judged again on its own.
+json asCrashed(const PropertyRun& run, const json& crash) {
+  json r = crash;
+  r["property"] = run.id;
+  r["title"] = run.title;
+  r["key"] = runKey(run);
+  r["reason"] = "(as " + crash.value("property", std::string()) + ") " + crash.value("reason", std::string());
+  r["observations"]["as"] = crash.value("property", std::string());
+  return r;
+}
+
 // Keeps the results of an earlier process of this target and drops their
 // runs; the op runs of an op and dtype that crashed there get the crash.
 // Returns "" or why the document cannot be resumed from.
@@ -179,64 +257,16 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     return "the document to resume from (" + path +
            ") was changed by something other than flagprop (its MAC does not match)";
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
-  std::set<std::string> done;
-  std::map<std::string, json> crashed;       // "op/dtype" -> the crash result
-  std::map<std::string, json> confirm;       // run key -> a crash to judge once more, in this fresh process
-  std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
-  std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
-  for (const auto& r : before.value("results", json::array())) {
-    const ResultRecord rec = resultRecord(r);
-    const Observations& obs = rec.observations;
-    if (rec.key == "process") continue;
-    if (obs.crashIn == "reference" && obs.sampler.empty() && !obs.retried) {
-      // CPU ATen died on a schema sample: the op's runs go again from the
-      // fallback's valid samples (a second crash there is kept).
-      retry[rec.op + "/" + rec.dtype] = obs.crash.value_or("");
-      continue;
-    }
-    const bool died = obs.crash.has_value();
-    if (died) crashed[rec.op + "/" + rec.dtype] = r;
-    // A death (not a hang: judging it again costs its time limit again) or a
-    // lost device context not yet judged again: once more in this process,
-    // which is a fresh one.
-    const bool lost = rec.reason.rfind(kDeviceLostReason, 0) == 0;
-    // (A death in CPU ATen or the stock path is a skip, no finding to confirm.)
-    if ((died || lost) && !obs.recurred && !obs.as && obs.crash.value_or("").find("timed out") == std::string::npos &&
-        obs.crashIn.empty() && !rec.counterexample.is_null()) {
-      confirm[rec.key] = r;
-      continue;
-    }
-    if (wantsFreshJudging(rec)) {
-      flaky[rec.key] = r;
-      continue;
-    }
-    doc["results"].push_back(r);
-    done.insert(rec.key);
-  }
+  Earlier e;
+  sortEarlier(before, e, doc);
   std::vector<PropertyRun> left;
   std::set<std::string> crashedBefore;  // "op/dtype" whose crashed run comes before the one at hand
   for (auto& run : runs) {
-    if (const auto c = crashed.find(run.op + "/" + run.dtype);
-        c != crashed.end() && c->second.value("key", std::string()) == runKey(run))
-      crashedBefore.insert(run.op + "/" + run.dtype);
-    if (done.count(runKey(run))) continue;
-    const auto again = retry.find(run.op + "/" + run.dtype);
-    if (again != retry.end() && run.fallback) {
-      const std::string why = again->second;
-      run.fallback->first = []() { return true; };
-      run.fallback->firstBecause = " (CPU ATen ended the process on a schema sample: " + why + ")";
-      run.fallback->retriedAfter = why;
-      left.push_back(std::move(run));
-      continue;
-    }
-    if (const auto again = confirm.find(runKey(run)); again != confirm.end()) {
-      run.confirmCrash = again->second;
-      left.push_back(std::move(run));
-      continue;
-    }
-    if (const auto again = flaky.find(runKey(run)); again != flaky.end()) {
-      run.confirmFlaky = again->second;
-      flaky.erase(again);
+    const std::string opDtype = run.op + "/" + run.dtype;
+    const auto c = e.crashed.find(opDtype);
+    if (c != e.crashed.end() && c->second.value("key", std::string()) == runKey(run)) crashedBefore.insert(opDtype);
+    if (e.done.count(runKey(run))) continue;
+    if (judgeAgain(run, e)) {
       left.push_back(std::move(run));
       continue;
     }
@@ -244,21 +274,13 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     // judge the same cases); one before it whose result was not yet written
     // (the document is written at most once a second between passes) is
     // judged again.
-    const auto c = crashed.find(run.op + "/" + run.dtype);
-    if (c != crashed.end() && run.checkKind == "op" && crashedBefore.count(run.op + "/" + run.dtype)) {
-      json r = c->second;
-      r["property"] = run.id;
-      r["title"] = run.title;
-      r["key"] = runKey(run);
-      r["reason"] =
-          "(as " + c->second.value("property", std::string()) + ") " + c->second.value("reason", std::string());
-      r["observations"]["as"] = c->second.value("property", std::string());  // not judged again on its own
-      doc["results"].push_back(r);
+    if (c != e.crashed.end() && run.checkKind == "op" && crashedBefore.count(opDtype)) {
+      doc["results"].push_back(asCrashed(run, c->second));
       continue;
     }
     left.push_back(std::move(run));
   }
-  for (auto& [k, r] : flaky) {  // no run of this process: kept as it was, and not sent again
+  for (auto& [k, r] : e.flaky) {  // no run of this process: kept as it was, and not sent again
     r["observations"]["fresh"] = {{"judged", false}};
     doc["results"].push_back(r);
   }
@@ -398,7 +420,7 @@ namespace {
 // Starts one child as runChild describes; its pid, or 0 when it could not start.
 // `console` (when >= 0) is the write end of the pipe that becomes the
 // child's fd 3; `secret` the read end of the one that becomes its fd 4.
-pid_t spawnChild(const ChildSpec& c, int console, int secret) {
+pid_t spawnChild(const ChildSpec& c, int console, int secret, int& error) {
   std::vector<char*> argv;
   for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -443,6 +465,7 @@ pid_t spawnChild(const ChildSpec& c, int console, int secret) {
   const int spawned = posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
+  error = spawned;
   return spawned == 0 ? pid : 0;
 }
 
@@ -453,7 +476,50 @@ ChildResult runChild(const std::vector<std::string>& args, int timeoutSeconds, c
   return runChildren({ChildSpec{args, capturePath, env, watch}}, timeoutSeconds).at(0);
 }
 
-std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int timeoutSeconds) {
+namespace {
+
+// The children of one runChildren call while they run: each one's process,
+// its console relay, its capture and the watch on its case in flight.
+class Children {
+ public:
+  Children(const std::vector<ChildSpec>& specs, int timeoutSeconds)
+      : specs_(specs),
+        results_(specs.size()),
+        run_(specs.size()),
+        relay_(specs.size(), -1),
+        start_(std::chrono::steady_clock::now()),
+        deadline_(start_ + std::chrono::seconds(timeoutSeconds)) {
+    for (size_t i = 0; i < specs_.size(); ++i) start(i);
+  }
+
+  // Looks at every child once; whether any is still running.
+  bool look() {
+    bool left = false;
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < specs_.size(); ++i)
+      if (!run_[i].done) left = lookAt(i, now) || left;
+    return left;
+  }
+
+  // Relays, caps and reads the status of every child, once all have ended.
+  std::vector<ChildResult> finish() {
+    for (size_t i = 0; i < specs_.size(); ++i) {
+      pump(i);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
+      if (relay_[i] >= 0) close(relay_[i]);
+      cap(i);
+      if (run_[i].dropped > 0) {
+        std::ofstream note(specs_[i].capturePath, std::ios::app);
+        note << "\nflagprop: " << run_[i].dropped << " bytes of this process's output were cut (the capture keeps "
+             << (kCaptureCapBytes >> 20) << " MiB and what came after its last cut)\n";
+      }
+      if (run_[i].pid == 0) continue;
+      if (WIFEXITED(run_[i].status)) results_[i].exitCode = WEXITSTATUS(run_[i].status);
+      if (WIFSIGNALED(run_[i].status)) results_[i].signal = WTERMSIG(run_[i].status);
+    }
+    return results_;
+  }
+
+ private:
   struct Running {
     pid_t pid = 0;
     int status = 0;
@@ -465,142 +531,148 @@ std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int
     std::chrono::steady_clock::time_point lastCap;  // when its capture file's size was looked at last
     uint64_t dropped = 0;                           // bytes of its capture cut off past kCaptureCapBytes
   };
-  std::vector<ChildResult> results(children.size());
-  std::vector<Running> run(children.size());
-  std::vector<int> relay(children.size(), -1);  // read ends of the children's console pipes
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < children.size(); ++i) {
+
+  void start(size_t i) {
+    const ChildSpec& spec = specs_[i];
     int console[2] = {-1, -1}, secret[2] = {-1, -1};
-    if (!children[i].capturePath.empty() && pipe2(console, O_CLOEXEC) == 0) fcntl(console[0], F_SETFL, O_NONBLOCK);
-    if (!children[i].secret.empty() && pipe2(secret, O_CLOEXEC) != 0) secret[0] = secret[1] = -1;
-    run[i].pid = children[i].secret.empty() || secret[0] >= 0 ? spawnChild(children[i], console[1], secret[0]) : 0;
+    if (!spec.capturePath.empty() && pipe2(console, O_CLOEXEC) == 0) fcntl(console[0], F_SETFL, O_NONBLOCK);
+    if (!spec.secret.empty() && pipe2(secret, O_CLOEXEC) != 0) secret[0] = secret[1] = -1;
+    int error = 0;
+    if (!spec.secret.empty() && secret[0] < 0) error = errno;
+    run_[i].pid = error == 0 ? spawnChild(spec, console[1], secret[0], error) : 0;
+    if (run_[i].pid == 0) results_[i].spawnError = std::strerror(error ? error : EAGAIN);
     if (console[1] >= 0) close(console[1]);
     if (secret[0] >= 0) {
       close(secret[0]);
-      // Fits the pipe's buffer (PIPE_BUF): the write never waits for the child.
-      [[maybe_unused]] const auto n = write(secret[1], children[i].secret.data(), children[i].secret.size());
+      // Fits the pipe's buffer (PIPE_BUF): the write never waits for the
+      // child. None when no child started: nobody would read it (and the
+      // write would raise SIGPIPE).
+      if (run_[i].pid != 0) [[maybe_unused]]
+        const auto n = write(secret[1], spec.secret.data(), spec.secret.size());
       close(secret[1]);
     }
-    relay[i] = console[0];
-    run[i].done = run[i].pid == 0;
-    run[i].caseSince = run[i].lastLook = start;
+    relay_[i] = console[0];
+    run_[i].done = run_[i].pid == 0;
+    run_[i].caseSince = run_[i].lastLook = start_;
   }
+
   // Cuts a child's capture file back to kCaptureCapBytes (the child appends,
   // O_APPEND: it goes on writing at the cut).
-  const auto cap = [&](size_t i) {
+  void cap(size_t i) {
     struct stat st {};
-    const std::string& path = children[i].capturePath;
+    const std::string& path = specs_[i].capturePath;
     if (!path.empty() && ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kCaptureCapBytes &&
         ::truncate(path.c_str(), static_cast<off_t>(kCaptureCapBytes)) == 0)
-      run[i].dropped += static_cast<uint64_t>(st.st_size) - kCaptureCapBytes;
-  };
+      run_[i].dropped += static_cast<uint64_t>(st.st_size) - kCaptureCapBytes;
+  }
+
   // Copies what a child wrote to its fd 3 to this process's stdout.
-  const auto pump = [&](size_t i) {
-    if (relay[i] < 0) return;
+  void pump(size_t i) {
+    if (relay_[i] < 0) return;
     char buf[4096];
     ssize_t n = 0;
-    for (int k = 0; k < 16 && (n = read(relay[i], buf, sizeof buf)) > 0; ++k) {  // at most 64 KiB a look
+    for (int k = 0; k < 16 && (n = read(relay_[i], buf, sizeof buf)) > 0; ++k) {  // at most 64 KiB a look
       std::cout.flush();
       [[maybe_unused]] const auto w = write(STDOUT_FILENO, buf, static_cast<size_t>(n));
     }
-  };
-  const auto deadline = start + std::chrono::seconds(timeoutSeconds);
-  for (;;) {
-    bool left = false;
-    const auto now = std::chrono::steady_clock::now();
-    for (size_t i = 0; i < children.size(); ++i) {
-      Running& c = run[i];
-      if (c.done) continue;
-      pump(i);
-      const bool group = children[i].ownGroup;
-      if (group) {  // ended? (not reaped yet: its pid, its group's id, cannot be reused before the group is killed)
-        siginfo_t info{};
-        if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == c.pid) {
-          kill(-c.pid, SIGKILL);  // what it left running in its group
-          waitpid(c.pid, &c.status, 0);
-          c.done = true;
-          continue;
-        }
-      } else if (waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
-        c.done = true;
-        continue;
-      }
-      const auto stop = [&](bool* flag) {
-        kill(group ? -c.pid : c.pid, SIGKILL);
-        waitpid(c.pid, &c.status, 0);
-        c.done = *flag = true;
-      };
-      if (now > deadline) {
-        stop(&results[i].timedOut);
-        continue;
-      }
-      if (gStop && !children[i].finishOnStop) {
-        stop(&results[i].stopped);
-        continue;
-      }
-      if (!children[i].capturePath.empty() && now - c.lastCap > std::chrono::milliseconds(500)) {
-        c.lastCap = now;
-        cap(i);
-      }
-      const CaseWatch& watch = children[i].watch;
-      if (watch.caseSeconds > 0 && now - c.lastLook > std::chrono::milliseconds(500)) {
-        c.lastLook = now;
-        std::string fly;
-        try {
-          fly = readFile(watch.inflightPath);
-        } catch (const std::exception&) {
-        }
-        const std::string stage = readStage(watch.stagePath);
-        if (fly != c.lastCase) {
-          c.lastCase = fly;
-          c.caseSince = now;
-          c.stage.clear();
-        }
-        if (stage != c.stage) {
-          c.stage = stage;
-          c.stageSince = now;
-        }
-        const bool referenceHangs = !fly.empty() && watch.referenceSeconds > 0 && stage == "reference" &&
-                                    now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
-        const bool past = !fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds);
-        // Past the limit, a case still compiling (a compilation ended within
-        // the window) is given up to the limit again; once it stops
-        // compiling for that long it is a hang.
-        const double window = stillCompilingWindow(watch.caseSeconds);
-        const double compiledAgo = past && stage == "device" ? stageCompileAge(watch.stagePath) : -1;
-        const bool compiling = compiledAgo >= 0 && compiledAgo < window;
-        if (past && compiling && now - c.caseSince <= std::chrono::seconds(2 * watch.caseSeconds)) {
-          left = true;
-          continue;
-        }
-        if (referenceHangs || past) {
-          results[i].caseTimedOut = true;
-          results[i].stillCompiling = !referenceHangs && compiling;
-          results[i].referenceTimedOut = referenceHangs;
-          results[i].referenceSeconds = watch.referenceSeconds;
-          stop(&results[i].timedOut);
-          continue;
-        }
-      }
-      left = true;
-    }
-    if (!left) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (size_t i = 0; i < children.size(); ++i) {
-    pump(i);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
-    if (relay[i] >= 0) close(relay[i]);
-    cap(i);
-    if (run[i].dropped > 0) {
-      std::ofstream note(children[i].capturePath, std::ios::app);
-      note << "\nflagprop: " << run[i].dropped << " bytes of this process's output were cut (the capture keeps "
-           << (kCaptureCapBytes >> 20) << " MiB and what came after its last cut)\n";
+
+  // Whether child i has ended (then reaped, its group killed where it has one).
+  bool ended(size_t i) {
+    Running& c = run_[i];
+    if (specs_[i].ownGroup) {  // not reaped yet: its pid, its group's id, cannot be reused before the group is killed
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != c.pid)
+        return false;
+      kill(-c.pid, SIGKILL);  // what it left running in its group
+      waitpid(c.pid, &c.status, 0);
+    } else if (waitpid(c.pid, &c.status, WNOHANG) != c.pid) {
+      return false;
     }
-    if (run[i].pid == 0) continue;
-    if (WIFEXITED(run[i].status)) results[i].exitCode = WEXITSTATUS(run[i].status);
-    if (WIFSIGNALED(run[i].status)) results[i].signal = WTERMSIG(run[i].status);
+    c.done = true;
+    return true;
   }
-  return results;
+
+  void stop(size_t i, bool& why) {
+    Running& c = run_[i];
+    kill(specs_[i].ownGroup ? -c.pid : c.pid, SIGKILL);
+    waitpid(c.pid, &c.status, 0);
+    c.done = why = true;
+  }
+
+  // One look at a running child; whether it is still running.
+  bool lookAt(size_t i, std::chrono::steady_clock::time_point now) {
+    pump(i);
+    if (ended(i)) return false;
+    if (now > deadline_) {
+      stop(i, results_[i].timedOut);
+      return false;
+    }
+    if (gStop && !specs_[i].finishOnStop) {
+      stop(i, results_[i].stopped);
+      return false;
+    }
+    if (!specs_[i].capturePath.empty() && now - run_[i].lastCap > std::chrono::milliseconds(500)) {
+      run_[i].lastCap = now;
+      cap(i);
+    }
+    return watchCase(i, now);
+  }
+
+  // The case watch (ChildSpec::watch): a case past its limit, or a
+  // reference stage past its own, is a hang; past the limit, a case still
+  // compiling (a compilation ended within the window) is given up to the
+  // limit again. Whether the child is still running.
+  bool watchCase(size_t i, std::chrono::steady_clock::time_point now) {
+    Running& c = run_[i];
+    const CaseWatch& watch = specs_[i].watch;
+    if (watch.caseSeconds <= 0 || now - c.lastLook <= std::chrono::milliseconds(500)) return true;
+    c.lastLook = now;
+    std::string fly;
+    try {
+      fly = readFile(watch.inflightPath);
+    } catch (const std::exception&) {
+    }
+    const std::string stage = readStage(watch.stagePath);
+    if (fly != c.lastCase) {
+      c.lastCase = fly;
+      c.caseSince = now;
+      c.stage.clear();
+    }
+    if (stage != c.stage) {
+      c.stage = stage;
+      c.stageSince = now;
+    }
+    const bool referenceHangs = !fly.empty() && watch.referenceSeconds > 0 && stage == "reference" &&
+                                now - c.stageSince > std::chrono::seconds(watch.referenceSeconds);
+    const bool past = !fly.empty() && now - c.caseSince > std::chrono::seconds(watch.caseSeconds);
+    const double window = stillCompilingWindow(watch.caseSeconds);
+    const double compiledAgo = past && stage == "device" ? stageCompileAge(watch.stagePath) : -1;
+    const bool compiling = compiledAgo >= 0 && compiledAgo < window;
+    if (past && compiling && now - c.caseSince <= std::chrono::seconds(2 * watch.caseSeconds)) return true;
+    if (!referenceHangs && !past) return true;
+    ChildResult& r = results_[i];
+    r.caseTimedOut = true;
+    r.stillCompiling = !referenceHangs && compiling;
+    r.referenceTimedOut = referenceHangs;
+    r.referenceSeconds = watch.referenceSeconds;
+    stop(i, r.timedOut);
+    return false;
+  }
+
+  const std::vector<ChildSpec>& specs_;
+  std::vector<ChildResult> results_;
+  std::vector<Running> run_;
+  std::vector<int> relay_;  // read ends of the children's console pipes
+  const std::chrono::steady_clock::time_point start_, deadline_;
+};
+
+}  // namespace
+
+std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int timeoutSeconds) {
+  Children all(children, timeoutSeconds);
+  while (all.look()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return all.finish();
 }
 
 std::string readStage(const std::string& path) {
@@ -784,7 +856,15 @@ json collectChildDocument(const std::string& outPath, const std::string& manifes
   } catch (const std::exception&) {
     doc = unread;
   }
-  if (doc != unread && !takeDocumentMac(doc, key)) {
+  const bool trusted = doc != unread && takeDocumentMac(doc, key);
+  if (!r.spawnError.empty()) {  // nothing ran: a target error that keeps what earlier processes wrote
+    if (!trusted) doc = unread;
+    doc["status"] = "error";
+    doc["error"] = "cannot start the target process (" + r.spawnError + ")";
+    doc["complete"] = true;
+    return doc;
+  }
+  if (doc != unread && !trusted) {
     doc = unread;
     doc["error"] = "the target document " + outPath +
                    " was not written by the target process flagprop launched (its MAC does not match): the code "

@@ -130,6 +130,10 @@ struct ChildResult {
   bool stillCompiling = false;
   int referenceSeconds = 0;  ///< that stage's limit in s, when referenceTimedOut
   bool stopped = false;      ///< killed because stopRequested() (Ctrl-C, SIGTERM)
+  /// Why the process could not be started (strerror of posix_spawn's or
+  /// pipe2's error: ENOENT for a binary removed mid-run, EMFILE, EAGAIN);
+  /// empty: it started.
+  std::string spawnError;
 };
 
 /// A child's per-case watch: `inflightPath` holds the case in flight (the
@@ -227,7 +231,7 @@ struct ChildSpec {
 /// Runs every child of `children` at once, as runChild runs one, from this
 /// thread (one loop polls them all; no threads), and waits for all of them,
 /// each at most `timeoutSeconds`. Returns their results in order; a child
-/// that could not be started has exitCode -1.
+/// that could not be started has exitCode -1 and its spawnError.
 std::vector<ChildResult> runChildren(const std::vector<ChildSpec>& children, int timeoutSeconds);
 
 /// What a target process printed (a runChild capture file), for the

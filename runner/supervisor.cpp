@@ -29,39 +29,24 @@ namespace {
 
 std::string bounded(std::string s, size_t n) { return s.size() > n ? s.substr(0, n) : s; }
 
-// The command line of a target process for `manifest` under `opts`.
+// The command line of a target process for `manifest` under `opts`: its
+// plumbing, then the run's options as the option table passes them
+// (SupervisorOptions::optionArgs).
 std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::string& manifest, const std::string& out,
                                    const std::string& repro) {
   const TargetRunOptions& t = opts.target;
-  std::vector<std::string> a = {opts.self,      "run-target",
-                                "--manifest",   manifest,
-                                "--out",        out,
-                                "--console-fd", "3",
-                                "--key-fd",     "4",
-                                "--parent",     std::to_string(getpid()),
-                                "--seed",       std::to_string(t.run.seed),
-                                "--repro-dir",  repro};
-  if (opts.verbose) a.push_back("--verbose");
+  std::vector<std::string> a = {opts.self,     "run-target", "--manifest",   manifest,
+                                "--out",       out,          "--console-fd", "3",
+                                "--key-fd",    "4",          "--parent",     std::to_string(getpid()),
+                                "--repro-dir", repro};
   if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
-  if (t.run.cases) a.insert(a.end(), {"--cases", std::to_string(t.run.cases)});
-  if (t.run.shrinkSeconds >= 0) a.insert(a.end(), {"--shrink-time", std::to_string(t.run.shrinkSeconds)});
-  if (t.run.runSeconds >= 0) a.insert(a.end(), {"--run-time", std::to_string(t.run.runSeconds)});
-  if (t.run.distinct > 0) a.insert(a.end(), {"--distinct", std::to_string(t.run.distinct)});
-  if (!t.run.reproduce.empty()) a.insert(a.end(), {"--reproduce", t.run.reproduce});
-  for (const auto& p : t.selection.properties) a.insert(a.end(), {"--property", p});
-  for (const auto& p : t.selection.ops) a.insert(a.end(), {"--op", p});
-  for (const auto& p : t.selection.dtypes) a.insert(a.end(), {"--dtype", p});
-  if (t.unverified) a.push_back("--unverified");
   if (!t.claimDir.empty())
     a.insert(a.end(),
              {"--claim-dir", t.claimDir, "--shard", std::to_string(t.shardIndex) + "/" + std::to_string(t.shardCount)});
-  if (opts.db.empty())
-    a.push_back("--no-db");
-  else
-    a.insert(a.end(), {"--db", opts.db});
-  if (t.precompileWorkers > 0)
-    a.insert(a.end(), {"--precompile", std::to_string(t.precompileWorkers), "--case-timeout",
-                       std::to_string(opts.caseTimeoutSeconds)});
+  if (opts.optionArgs) {
+    const auto more = opts.optionArgs(opts);
+    a.insert(a.end(), more.begin(), more.end());
+  }
   return a;
 }
 

@@ -37,6 +37,10 @@ struct SupervisorOptions {
   std::function<std::string(const std::string& dir, const nlohmann::json& target, const nlohmann::json& provenance,
                             const PropertyOutcome& o)>
       writeReproducer;
+  /// The run's options as a target process takes them (tools/options.h's
+  /// table, each option's `pass`), for these options (a shard's own); the
+  /// plumbing (--manifest, --out, ...) is the supervisor's. Empty: none.
+  std::function<std::vector<std::string>(const SupervisorOptions&)> optionArgs;
   /// --continue: an earlier report's target documents (an array). A target
   /// found here (continuedDocument) runs only what that document lacks;
   /// null: none.

@@ -15,6 +15,7 @@
 
 #include "core/python.h"
 #include "suites/registry.h"
+#include "tools/options.h"
 
 #include <ext/stdio_filebuf.h>
 #include <fnmatch.h>
@@ -67,91 +68,16 @@ usage:
                                 it (functional, inplace, out, view) or why it is excluded
   flagprop ops NAME...          an ATen overload's schema as flagprop reads it, and its class
   flagprop properties           the properties: id, title, when it holds
+  flagprop options              the run options as a Markdown table (docs/cli.md's)
   flagprop seed-case            the published seed case (native_layer_norm) as a case
   flagprop run-target --manifest M --out FILE [options]
                                 one target in this process (what `run` starts per target)
   flagprop --version | --help | COMMAND --help
 )";
 
-const char* kRunOptions = R"(
-run options (--opt value or --opt=value):
-  --manifest PATH     target (flagprop.target/1) or matrix (flagprop.matrix/1)
-                      manifest; repeatable; default fixtures/targets/default.json
-  --target PATTERN    run only targets whose name or manifest file name (without
-                      .json) matches PATTERN (a shell pattern: fixture-ops-*); repeatable
-  --report-dir DIR    where report.json, report.md, report.html, junit/, drafts/ and
-                      reproducers/ go (default ./flagprop-report)
-  --property ID       run only this property: P1 .. P9, or P5/OP, P5/OP/DTYPE;
-                      repeatable
-  --op NAME           op properties (P5 - P9): only this op of the targets' catalogs
-                      (a hand-written entry or an ATen overload a manifest lists, e.g.
-                      add.Tensor); it adds no op to a target; repeatable; installer
-                      properties then run only when --property names them
-  --dtype D           op properties: only this dtype (float32, float16, bfloat16,
-                      int32); repeatable
-  --cases N           generated cases per property run (default: the manifest's
-                      cases, 100, for P1-P4 and op_cases, 50, per op and dtype)
-  --seed S            RapidCheck seed (default or 0: random; printed and reported)
-  --reproduce STR     replay a RapidCheck reproduce string from a report (give the
-                      --manifest of the run it came from)
-  --timeout SEC       per-target process time limit (default 1800)
-  --jobs N            run each target's ops in N processes at once (its installer
-                      properties in the first), each taking the next op not yet
-                      taken, costliest family first; they share Triton's cache,
-                      so kernels compile N at a time (default 1)
-  --devices LIST      give the processes of --jobs these GPUs in turn (e.g. 0,1:
-                      CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES per process; where
-                      those are set already, N is their N-th entry)
-  --case-timeout SEC  one case's time limit (default 300; 0: none): a case that runs
-                      longer is a hang, recorded with its reproducer, and a fresh
-                      process goes on (CPU ATen hanging on a generated case is a skip,
-                      after 60 s of its reference stage)
-  --shrink-time SEC   how long each failure may be shrunk (default: until RapidCheck
-                      finds no smaller failing case; 0: not at all): past it the
-                      counterexample is the smallest failing case found so far, and
-                      the reason says so (on a GPU each smaller shape may compile
-                      its own kernels)
-  --distinct N        at most N distinct failures per property run, the first
-                      included: it lowers what a property searches for (3 for
-                      P5 / P6), never raises it; 1: a failing run ends at its
-                      first failure (a sweep over every overload: no further
-                      search draws new shapes to compile)
-  --run-time SEC      how long the runs of one op and dtype may take (default: no
-                      limit): past it, once a case has been judged, no new case,
-                      shrink step or search for another failure starts; a failure
-                      found is kept, a run without one passes on the cases that
-                      held and says how many of those asked for ran
-  --budget SEC        the whole run's wall time: when it ends, the target processes
-                      are stopped (the case in flight is no finding) and the runs
-                      left are reported as not run
-  --continue DIR      go on with the run whose report is in DIR (one its --budget cut
-                      short, or stopped): each target runs only the ops DIR's report
-                      lacks, and the new report (another --report-dir) holds DIR's
-                      results too, their reproducers copied; give the same manifests
-  --triton-cache DIR  Triton's cache folder for the targets (TRITON_CACHE_DIR): keep
-                      it between runs and CI jobs so that nothing compiles twice
-  --precompile N      before a target's first op case, N processes launch its op
-                      on the layout palette's calls (16 sampled calls per op and
-                      dtype without a palette), so that Triton compiles those
-                      kernels N at a time into the cache the run then reads
-                      (at most one per core; under --jobs, N over the target's
-                      processes, each at least one; default 0: none; the report's
-                      precompile says what they did)
-  --db DIR            the example database: every failure's shrunk case (and every
-                      case a target process died on) is kept there, one file each,
-                      and judged first the next time its target runs (default:
-                      $FLAGPROP_DB, else $XDG_CACHE_HOME/flagprop/examples, else
-                      ~/.cache/flagprop/examples)
-  --no-db             neither replay nor store examples
-  --list              print the targets that would run and what each runs; run nothing
-  --quiet             no progress line (there is none either when stdout is not a
-                      terminal): a line per target, its failures, the summary
-  --verbose           also a line per property run as it ends
-  --no-isolate        run the (one) target in this process (for debugging: code
-                      under test that ends the process ends the run, report unwritten)
-  --unverified        run targets whose pinned files or versions do not match
-                      (normally a target error); every result is marked unverified
-
+// What --help prints after the run options (the options come from the
+// option table, tools/options.h).
+const char* kRunFooter = R"(
 What the code under test prints (warnings, log records, prints) is captured per
 target and listed in report.md, not shown on the console.
 
@@ -164,307 +90,62 @@ above says which and why); 130 interrupted (Ctrl-C or SIGTERM: the target
 processes are stopped and the report of what ran is written).
 )";
 
-struct Cli {
-  std::string command;
-  std::vector<std::string> manifests;
-  std::string reportDir = "flagprop-report";
-  std::string out, junit, reproDir;  // run-target
-  TargetRunOptions target;
-  int timeoutSeconds = 1800;
-  bool isolate = true;
-  bool list = false, quiet = false, verbose = false;
-  std::vector<std::string> targetPatterns;  // --target
-  int jobs = 1;                             // --jobs: processes per target (its ops sharded over them)
-  std::vector<std::string> devices;         // --devices: a device index per shard, round robin
-  std::string tritonCache;                  // --triton-cache
-  int budgetSeconds = 0;                    // --budget: the whole run's wall time; 0 = none
-  int caseTimeoutSeconds = 300;             // --case-timeout
-  int consoleFd = -1;                       // run-target: where its console lines go (the parent's stdout)
-  int keyFd = -1;                           // run-target: where the document key is read from (then closed)
-  long parentPid = 0;                       // run-target: the flagprop run that launched it (dies with it)
-  bool progress = false;                    // run-target: a progress line on consoleFd
-  std::string db = defaultExampleDb();      // --db / --no-db (""): the example database
-  std::string continuedFrom;                // --continue: the earlier report's folder
-  json continued;                           // --continue: its target documents
-};
+std::string runOptionsText() { return optionsHelp() + kRunFooter; }
 
-// --continue DIR: the target documents of DIR/report.json by name, or the
-// usage error (no such report, not a report).
-std::string readContinued(Cli& cli, const std::string& dir) {
-  const std::string path = (fs::path(dir) / "report.json").string();
-  json report;
+// The key the parent hands over on `fd` (read before any code under test
+// loads; then the descriptor is gone); "" when there is none.
+std::string readKey(int fd) {
+  std::string key;
+  if (fd < 0) return key;
+  char buf[256];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    key.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return key;
+}
+
+// The reproducer of a failing or flaky result (the last of doc.results),
+// and one per distinct failure; a file that cannot be written is the
+// result's reproducer_error.
+void writeReproducers(const std::string& reproDir, const TargetSession& s, const PropertyOutcome& o, json& doc) {
   try {
-    report = json::parse(readFile(path));
-  } catch (const FileError& e) {
-    return "--continue " + dir + ": no report to continue (" + e.what() + ")";
-  } catch (const json::exception& e) {
-    return "--continue " + dir + ": report.json is not JSON (" + std::string(e.what()).substr(0, 160) + ")";
+    doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
+    json& result = doc["results"].back();
+    json none = json::array();
+    json& distinct = result.contains("observations") && result["observations"].is_object() &&
+                             result["observations"].contains("distinct_failures")
+                         ? result["observations"]["distinct_failures"]
+                         : none;
+    for (size_t i = 0; i < distinct.size(); ++i) {  // each distinct failure has its own reproducer
+      PropertyOutcome d = o;
+      d.reason = distinct[i].at("reason").get<std::string>();
+      d.counterexample = distinct[i].at("counterexample");
+      d.reproduce = distinct[i].value("reproduce", std::string());
+      d.observations = distinct[i].value("observations", json::object());
+      distinct[i]["reproducer"] =
+          writeReproducer(reproDir, doc.at("target"), s.provenance(), d, "_distinct" + std::to_string(i + 2));
+    }
+  } catch (const std::exception& e) {
+    doc["results"].back()["reproducer_error"] = e.what();
   }
-  if (!report.is_object() || !report.contains("targets") || !report.at("targets").is_array())
-    return "--continue " + dir + ": report.json is not a flagprop report (no targets)";
-  cli.continued = json::array();
-  for (const auto& t : report.at("targets"))
-    if (t.is_object() && t.contains("name") && t.at("name").is_string() && t.value("results", json()).is_array())
-      cli.continued.push_back(t);
-  cli.continuedFrom = fs::absolute(dir).lexically_normal().string();
-  return "";
 }
 
-// A decimal number that fits in 64 bits (no sign, no overflow).
-bool number(const std::string& s, unsigned long long& out) {
-  if (s.empty() || !isdigit(static_cast<unsigned char>(s[0]))) return false;  // no sign, no blank (strtoull skips one)
-  char* end = nullptr;
-  errno = 0;
-  out = std::strtoull(s.c_str(), &end, 10);
-  return errno == 0 && end && *end == '\0';
-}
-
-// One option with a value; returns "" or the usage error.
-std::string applyOption(Cli& cli, const std::string& opt, const std::string& v) {
-  unsigned long long n = 0;
-  if (opt == "--manifest") {
-    std::error_code ec;
-    if (fs::is_directory(v, ec)) return "--manifest " + v + ": a folder, not a manifest file";
-    try {  // the reason readFile gives: no such file, a FIFO or device, a symbolic link loop
-      readFile(v, 0);
-    } catch (const FileError& e) {
-      const std::string what = e.what();
-      if (what.find("is larger than") == std::string::npos) return "--manifest " + what;
-    }
-    cli.manifests.push_back(v);
-  } else if (opt == "--continue") {
-    return readContinued(cli, v);
-  } else if (opt == "--report-dir") {
-    if (v.empty()) return "--report-dir needs a folder";
-    cli.reportDir = v;
-  } else if (opt == "--precompile") {
-    if (!number(v, n) || n > 256) return "--precompile needs a number of processes from 0 (none) to 256";
-    cli.target.precompileWorkers = static_cast<int>(n);
-  } else if (opt == "--jobs") {
-    if (!number(v, n) || n == 0 || n > 256) return "--jobs needs a number of processes from 1 to 256";
-    cli.jobs = static_cast<int>(n);
-  } else if (opt == "--devices") {
-    std::stringstream ss(v);
-    for (std::string d; std::getline(ss, d, ',');) {
-      if (!number(d, n)) return "--devices needs device indices, e.g. 0,1";
-      for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"})
-        if (const char* vis = std::getenv(var); vis && n >= visibleDevices(vis).size())
-          return "--devices " + d + " is not among " + var + "=" + vis + " (an index into that list)";
-      cli.devices.push_back(d);
-    }
-    if (cli.devices.empty()) return "--devices needs device indices, e.g. 0,1";
-  } else if (opt == "--case-timeout") {
-    if (!number(v, n) || n > 86400) return "--case-timeout needs a number of seconds from 0 (none) to 86400";
-    cli.caseTimeoutSeconds = static_cast<int>(n);
-  } else if (opt == "--budget") {
-    if (!number(v, n) || n == 0 || n > 604800) return "--budget needs a number of seconds from 1 to 604800";
-    cli.budgetSeconds = static_cast<int>(n);
-  } else if (opt == "--triton-cache") {
-    if (v.empty()) return "--triton-cache needs a folder";
-    cli.tritonCache = fs::absolute(v).string();
-  } else if (opt == "--target") {
-    if (v.empty()) return "--target needs a name or a shell pattern";
-    cli.targetPatterns.push_back(v);
-  } else if (opt == "--property") {
-    const std::string why = checkRunKey(v);
-    if (!why.empty()) return "--property " + v + ": " + why;
-    cli.target.selection.properties.push_back(v);
-  } else if (opt == "--op") {
-    const auto& fg = flaggemsOverloads();  // an excluded or absent registered overload is a skip with its reason
-    if (!findOp(v) && !atenOpSchema(v) && std::find(fg.begin(), fg.end(), v) == fg.end())
-      return "--op: no catalog op '" + v + "': " + whyExcluded(v) + " (hand-written entries: " + catalogNames() + ")";
-    cli.target.selection.ops.push_back(v);
-  } else if (opt == "--dtype") {
-    const std::string why = checkCatalogDtype(v);
-    if (!why.empty()) return "--dtype: " + why;
-    cli.target.selection.dtypes.push_back(v);
-  } else if (opt == "--cases") {
-    if (!number(v, n) || n == 0 || n > 1000000) return "--cases needs a number from 1 to 1000000";
-    cli.target.run.cases = static_cast<int>(n);
-  } else if (opt == "--shrink-time") {
-    if (!number(v, n) || n > 86400) return "--shrink-time needs a number of seconds from 0 (no shrinking) to 86400";
-    cli.target.run.shrinkSeconds = static_cast<int>(n);
-  } else if (opt == "--distinct") {
-    if (!number(v, n) || n == 0 || n > 16) return "--distinct needs a number from 1 (the first failure only) to 16";
-    cli.target.run.distinct = static_cast<int>(n);
-  } else if (opt == "--run-time") {
-    if (!number(v, n) || n > 86400) return "--run-time needs a number of seconds from 0 to 86400";
-    cli.target.run.runSeconds = static_cast<int>(n);
-  } else if (opt == "--seed") {
-    if (!number(v, n)) return "--seed needs an integer from 0 to 2^64 - 1 (0 picks a random seed)";
-    cli.target.run.seed = n;
-  } else if (opt == "--reproduce") {
-    if (v.empty()) return "--reproduce needs a reproduce string (report.json's results[].reproduce)";
-    try {
-      reproduceKeys(v);
-    } catch (const std::exception& e) {
-      return std::string("--reproduce: ") + e.what();
-    }
-    cli.target.run.reproduce = v;
-  } else if (opt == "--timeout") {
-    if (!number(v, n) || n == 0 || n > 604800) return "--timeout needs a number of seconds from 1 to 604800";
-    cli.timeoutSeconds = static_cast<int>(n);
-  } else if (opt == "--out" && cli.command == "run-target")
-    cli.out = v;
-  else if (opt == "--console-fd" && cli.command == "run-target") {
-    if (!number(v, n) || n > 1024) return "--console-fd needs a file descriptor";
-    cli.consoleFd = static_cast<int>(n);
-  } else if (opt == "--repro-dir" && cli.command == "run-target")
-    cli.reproDir = v;
-  else if (opt == "--key-fd" && cli.command == "run-target") {
-    if (!number(v, n) || n > 1024) return "--key-fd needs a file descriptor";
-    cli.keyFd = static_cast<int>(n);
-  } else if (opt == "--parent" && cli.command == "run-target") {
-    if (!number(v, n) || n == 0 || n > (1ull << 31)) return "--parent needs a process id";
-    cli.parentPid = static_cast<long>(n);
-  } else if (opt == "--resume" && cli.command == "run-target")
-    cli.target.resumeFrom = v;
-  else if (opt == "--claim-dir" && cli.command == "run-target")
-    cli.target.claimDir = v;
-  else if (opt == "--shard" && cli.command == "run-target") {
-    const auto slash = v.find('/');
-    unsigned long long k = 0;
-    if (slash == std::string::npos || !number(v.substr(0, slash), k) || !number(v.substr(slash + 1), n) || n == 0 ||
-        n > 4096 || k >= n)
-      return "--shard needs K/N with 0 <= K < N <= 4096";
-    cli.target.shardIndex = static_cast<int>(k);
-    cli.target.shardCount = static_cast<int>(n);
-  } else if (opt == "--db") {
-    if (v.empty()) return "--db needs a folder";
-    std::error_code ec;
-    if (fs::exists(v, ec) && !fs::is_directory(v, ec)) return "--db " + v + ": a file, not a folder";
-    cli.db = fs::absolute(v).string();
-  } else
-    return "unknown option '" + opt + "' (try flagprop --help)";
-  return "";
-}
-
-// Every option that takes a value (the others are flags).
-const std::vector<std::string> kValuedOptions = {
-    "--manifest",     "--report-dir", "--target",       "--property",   "--op",   "--dtype",
-    "--cases",        "--seed",       "--reproduce",    "--timeout",    "--jobs", "--devices",
-    "--triton-cache", "--budget",     "--case-timeout", "--precompile", "--out",  "--repro-dir",
-    "--resume",       "--console-fd", "--key-fd",       "--parent",     "--db",   "--shrink-time",
-    "--continue",     "--run-time",   "--distinct",     "--claim-dir",  "--shard"};
-
-// Parses argv into `cli`; returns "" or the usage error.
-std::string parse(const std::vector<std::string>& args, Cli& cli) {
-  cli.command = args[0];
-  if (cli.command != "run" && cli.command != "run-target")
-    return "unknown command '" + cli.command + "' (try flagprop --help)";
-  const std::map<std::string, bool*> flags = {{"--no-isolate", nullptr},   {"--unverified", &cli.target.unverified},
-                                              {"--list", &cli.list},       {"--quiet", &cli.quiet},
-                                              {"--verbose", &cli.verbose}, {"--progress", &cli.progress},
-                                              {"--no-db", nullptr}};
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string opt = args[i], value;
-    const auto eq = opt.find('=');
-    const bool inlineValue = opt.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (inlineValue) {  // --opt=value
-      value = opt.substr(eq + 1);
-      opt = opt.substr(0, eq);
-    }
-    if (flags.count(opt)) {
-      if (inlineValue) return opt + " takes no value";
-      if (opt == "--no-isolate")
-        cli.isolate = false;
-      else if (opt == "--no-db")
-        cli.db.clear();
-      else
-        *flags.at(opt) = true;
-      continue;
-    }
-    if (opt.rfind("--", 0) != 0) return "unexpected argument '" + opt + "' (try flagprop " + cli.command + " --help)";
-    if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) == kValuedOptions.end())
-      return "unknown option '" + opt + "' (try flagprop " + cli.command + " --help)";
-    if (!inlineValue) {
-      if (i + 1 >= args.size()) return opt + " needs a value";
-      value = args[++i];
-    }
-    const std::string why = applyOption(cli, opt, value);
-    if (!why.empty()) return why;
-  }
-  if (cli.command == "run-target" && (cli.manifests.size() != 1 || cli.out.empty()))
-    return "run-target needs exactly one --manifest and --out";
-  if (!cli.target.run.reproduce.empty() && cli.manifests.empty())
-    return "--reproduce needs the --manifest of the run the string came from (report.md prints the whole command)";
-  if (!cli.continuedFrom.empty()) {
-    if (cli.command != "run") return "--continue is an option of flagprop run";
-    if (!cli.isolate) return "--continue needs the targets in their own processes (leave out --no-isolate)";
-    if (!cli.target.run.reproduce.empty()) return "--continue and --reproduce do not go together";
-    std::error_code ec;
-    if (fs::weakly_canonical(cli.reportDir, ec) == fs::weakly_canonical(cli.continuedFrom, ec))
-      return "--continue " + cli.continuedFrom +
-             ": write the continued report into another folder (--report-dir); this one's reproducers are "
-             "copied from it";
-  }
-  if (!cli.target.run.reproduce.empty()) {  // replay only what the string holds, and all of it
-    const auto keys = reproduceKeys(cli.target.run.reproduce);
-    for (const auto& key : keys) {  // a run key: ID or ID/OP/DTYPE (op names hold no '/')
-      const size_t a = key.find('/'), b = a == std::string::npos ? a : key.find('/', a + 1);
-      const std::string id = key.substr(0, a), op = a == std::string::npos ? "" : key.substr(a + 1, b - a - 1),
-                        dtype = b == std::string::npos ? "" : key.substr(b + 1);
-      if (!cli.target.selection.takes(id, op, dtype))
-        return "--reproduce: the string replays " + key +
-               ", which the --property / --op / --dtype given do not "
-               "select (leave them out: the string names what it replays)";
-    }
-    if (cli.target.selection.properties.empty()) cli.target.selection.properties = keys;
-  }
-  return "";
-}
-
-// `flagprop run-target`: one target in this process; its document is
-// written after every property, each failure's reproducer as it is found.
-int runTargetCommand(const Cli& cli) {
-  if (cli.parentPid > 0) {  // dies with the run that launched it (also after a kill -9 of that run)
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != static_cast<pid_t>(cli.parentPid)) return 1;  // it died before the line above
-  }
-  std::string key;  // read before any code under test loads; then the descriptor is gone
-  if (cli.keyFd >= 0) {
-    char buf[256];
-    for (ssize_t n; (n = read(cli.keyFd, buf, sizeof buf)) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      key.append(buf, static_cast<size_t>(n));
-    }
-    close(cli.keyFd);
-  }
-  const std::string reproDir = cli.reproDir;
-  const std::string outPath = cli.out;
-  // The document is written after a result that is not a pass, after one
-  // that lost the device (the process ends next) or was retried from the
-  // fallback after a crash, and else at most once a
-  // second: it holds every result so far, so writing it after each of
-  // thousands of results costs time quadratic in their number (a 2.4 MB
-  // document 2,154 times over every overload on the CPU). A process
-  // that dies loses at most the last second's passes besides the case in
-  // flight, and the fresh process judges those again.
+// What run-target does with each result: its reproducers (a failure) or its
+// A/B plot (a timing pass), then the document. The document is written
+// after a result that is not a pass, after one that lost the device (the
+// process ends next) or was retried from the fallback after a crash, and
+// else at most once a second: it holds every result so far, so writing it
+// after each of thousands of results costs time quadratic in their number
+// (a 2.4 MB document 2,154 times over every overload on the CPU). A process
+// that dies loses at most the last second's passes besides the case in
+// flight, and the fresh process judges those again.
+ResultSink targetSink(const std::string& reproDir, const std::string& outPath, const std::string& key) {
   auto lastWrite = std::make_shared<std::chrono::steady_clock::time_point>();
-  ResultSink sink = [reproDir, outPath, key, lastWrite](const TargetSession& s, const PropertyOutcome& o, json& doc) {
-    if (!reproDir.empty() && (o.status == "fail" || o.status == "flaky")) {
-      try {
-        doc["results"].back()["reproducer"] = writeReproducer(reproDir, doc.at("target"), s.provenance(), o);
-        json& result = doc["results"].back();
-        json none = json::array();
-        json& distinct = result.contains("observations") && result["observations"].is_object() &&
-                                 result["observations"].contains("distinct_failures")
-                             ? result["observations"]["distinct_failures"]
-                             : none;
-        for (size_t i = 0; i < distinct.size(); ++i) {  // each distinct failure has its own reproducer
-          PropertyOutcome d = o;
-          d.reason = distinct[i].at("reason").get<std::string>();
-          d.counterexample = distinct[i].at("counterexample");
-          d.reproduce = distinct[i].value("reproduce", std::string());
-          d.observations = distinct[i].value("observations", json::object());
-          distinct[i]["reproducer"] =
-              writeReproducer(reproDir, doc.at("target"), s.provenance(), d, "_distinct" + std::to_string(i + 2));
-        }
-      } catch (const std::exception& e) {
-        doc["results"].back()["reproducer_error"] = e.what();
-      }
-    }
+  return [reproDir, outPath, key, lastWrite](const TargetSession& s, const PropertyOutcome& o, json& doc) {
+    if (!reproDir.empty() && (o.status == "fail" || o.status == "flaky")) writeReproducers(reproDir, s, o, doc);
     if (!reproDir.empty() && o.status == "pass" && o.observations.contains("timing")) {
       try {  // the plots go beside the reproducers' folder
         doc["results"].back()["plot"] = writeAbPlot((fs::path(reproDir).parent_path() / "plots").string(),
@@ -484,6 +165,18 @@ int runTargetCommand(const Cli& cli) {
       *lastWrite = now;
     }
   };
+}
+
+// `flagprop run-target`: one target in this process; its document is
+// written after every property, each failure's reproducer as it is found.
+int runTargetCommand(const Cli& cli) {
+  if (cli.parentPid > 0) {  // dies with the run that launched it (also after a kill -9 of that run)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != static_cast<pid_t>(cli.parentPid)) return 1;  // it died before the line above
+  }
+  const std::string key = readKey(cli.keyFd);
+  const std::string outPath = cli.out;
+  const ResultSink sink = targetSink(cli.reproDir, outPath, key);
   TargetRunOptions opts = cli.target;
   opts.docKey = key;
   opts.exampleDb = cli.db;
@@ -658,30 +351,6 @@ bool matchesAny(const std::vector<std::string>& patterns, const Planned& t) {
   return false;
 }
 
-// What the supervisor (runner/supervisor.h) takes of the parsed options;
-// the run's --budget starts now.
-SupervisorOptions supervisorOptions(const Cli& cli, const std::string& self) {
-  SupervisorOptions o;
-  o.self = self;
-  o.target = cli.target;
-  o.db = cli.db;
-  o.timeoutSeconds = cli.timeoutSeconds;
-  o.caseTimeoutSeconds = cli.caseTimeoutSeconds;
-  o.budgetSeconds = cli.budgetSeconds;
-  if (cli.budgetSeconds) o.budgetEnd = std::chrono::steady_clock::now() + std::chrono::seconds(cli.budgetSeconds);
-  o.verbose = cli.verbose;
-  o.quiet = cli.quiet;
-  o.jobs = cli.jobs;
-  o.devices = cli.devices;
-  o.tritonCache = cli.tritonCache;
-  o.continued = cli.continued;
-  o.continuedFrom = cli.continuedFrom;
-  o.writeReproducer = [](const std::string& dir, const json& target, const json& prov, const PropertyOutcome& r) {
-    return writeReproducer(dir, target, prov, r);
-  };
-  return o;
-}
-
 // The command that runs this run again (argv: the whole command line, the
 // program first): its options as given, paths made absolute, with the seed
 // it drew and a report folder of its own; --continue left out (the rerun
@@ -695,15 +364,15 @@ std::string rerunCommand(const Cli& cli, const std::string& self, const std::vec
     if (inlined) {
       value = opt.substr(opt.find('=') + 1);
       opt = opt.substr(0, opt.find('='));
-    } else if (std::find(kValuedOptions.begin(), kValuedOptions.end(), opt) != kValuedOptions.end() &&
-               i + 1 < argv.size()) {
+    } else if (takesValue(opt) && i + 1 < argv.size()) {
       value = argv[++i];
     } else {
       out += " " + shellQuote(opt);
       continue;
     }
-    if (opt == "--seed" || opt == "--report-dir" || opt == "--continue") continue;
-    if (opt == "--manifest" || opt == "--db" || opt == "--triton-cache") value = fs::absolute(value).string();
+    const OptionSpec* spec = findOption(opt);
+    if (spec && !spec->rerun) continue;
+    if (spec && spec->path) value = fs::absolute(value).string();
     out += " " + opt + " " + shellQuote(value);
   }
   return out + " --seed " + std::to_string(cli.target.run.seed) + " --report-dir flagprop-rerun";
@@ -825,7 +494,7 @@ json writeReport(const Cli& cli, const json& docs, const json& info, const std::
   return report;
 }
 
-// The exit status of a run whose report is written (see kRunOptions).
+// The exit status of a run whose report is written (see kRunFooter).
 int runExitStatus(const json& report, const json& docs) {
   size_t results = 0;
   bool stopped = false;
@@ -1033,14 +702,17 @@ void printHelp(const std::string& command) {
        "with --flaggems every overload FlagGems registers and how flagprop judges it or why it is "
        "excluded; with names, each ATen overload's schema as flagprop reads it, and its class.\n"},
       {"properties", "usage: flagprop properties\n\nThe properties: id, title, when it holds.\n"},
+      {"options",
+       "usage: flagprop options\n\nThe run options as a Markdown table: option, phase, what it sets, "
+       "what it does (docs/cli.md's).\n"},
       {"seed-case", "usage: flagprop seed-case\n\nThe published seed case (native_layer_norm) as a case.\n"}};
   const auto it = usage.find(command);
   if (it == usage.end()) {
-    std::cout << kUsageHead << kRunOptions;
+    std::cout << kUsageHead << runOptionsText();
     return;
   }
   std::cout << it->second;
-  if (command == "run" || command == "run-target") std::cout << kRunOptions;
+  if (command == "run" || command == "run-target") std::cout << runOptionsText();
 }
 
 // `flagprop drafts DIR` / `flagprop html DIR`: from an existing report.
@@ -1112,6 +784,10 @@ int main(int argc, char** argv) {
     std::cout << toJson(seed).dump() << "\n";
     return 0;
   }
+  if (args[0] == "options" && args.size() == 1) {
+    std::cout << optionsMarkdown();
+    return 0;
+  }
   if (args[0] == "drafts" || args[0] == "html") return reportCommand(args[0], {args.begin() + 1, args.end()});
   if (args[0] == "ops" && args.size() > 1) return opsCommand({args.begin() + 1, args.end()});
   if (args[0] == "ops" || args[0] == "properties" || args[0] == "seed-case") {
@@ -1120,6 +796,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   Cli cli;
+  // A pipe whose reader is gone (a target process that died or never
+  // started) is an error to handle where it is written, not the end of the run.
+  signal(SIGPIPE, SIG_IGN);
   if (args[0] == "run") {  // Ctrl-C / SIGTERM: stop the target processes, write the report of what ran
     struct sigaction sa {};
     sa.sa_handler = [](int) { requestStop(); };
@@ -1140,7 +819,7 @@ int main(int argc, char** argv) {
     sigaddset(&interrupt, SIGINT);
     sigprocmask(SIG_UNBLOCK, &interrupt, nullptr);
   }
-  const std::string why = parse(args, cli);
+  const std::string why = parseCommandLine(args, cli);
   if (!why.empty()) {
     std::cerr << "flagprop: " << why << "\n";
     return 2;

@@ -819,115 +819,172 @@ def _judge_pass(obs, case, judging, pas, tag, numerics, aliasing, notes, refusal
     calls that refused to write an overlapping input
     (``_refused_overlapping_write``), with or without a control; ``fresh``
     the outputs in fresh storage where ATen's happens to be a view though
-    the schema returns a new tensor (``_check_alias``)."""
-    outputs_rule = judging.get("outputs") or []
-    mode = judging.get("mode", "functional")
-    # A schema-derived entry's "functional": no return carries an alias
-    # annotation (catalog/schema_ops.cpp). Hand-written entries have no schema.
-    fresh_ok = mode == "functional" and bool(judging.get("schema"))
-    control = obs.get("control")
+    the schema returns a new tensor (``_check_alias``). Returns how many
+    calls raised."""
     raised = 0
-    for k, rec in enumerate(pas["calls"]):
-        expected = obs["expected"][k]
-        where = "call %d%s" % (k, tag)
-        ctl = control["calls"][k] if control else None
-        if ctl is not None and ctl["error"]:  # no stock kernel (control_rejects discarded the rest)
-            notes.append("call %d: no stock kernel on this device (%s); judged against CPU ATen"
-                         % (k, ctl["error"][:160]))
-            ctl = None
-        # Also when the op raised: it may have written first.
-        relaid = obs["relaid"][k] if obs.get("relaid") else None
-        # Inputs ATen writes too (an in-place op's self; un-annotated writes
-        # such as native_batch_norm's running stats) may change.
-        written = set(obs["writes"][k] if obs.get("writes") else ()) | ({0} if mode == "inplace" else set())
-        _check_inputs(rec, where, aliasing, written, relaid)
-        if rec["error"]:
-            raised += 1
-            refused = _refused_overlapping_write(rec, written)
-            if refused is not None:
-                refusals.append("%s: the op refused to write input %d, whose elements overlap, as ATen may" % (where, refused))
-                continue
-            if ctl is not None:
-                numerics.append("%s: the op raised %s; the stock path returns %d output(s)"
-                                % (where, rec["error"], len(ctl["outputs"])))
-                continue
-            if expected and "same_dtype_error" in expected[0]:
-                # CPU ATen raises in the run's dtype too (it returns only in
-                # float64): no evidence that the op must take this dtype.
-                notes.append("%s: the op raised %s; so does CPU ATen in %s (%s)" % (
-                    where, rec["error"][:120], case["dtype"], expected[0]["same_dtype_error"][:120]))
-                continue
-            numerics.append("%s: the op raised %s; CPU ATen returns %d output(s)" % (where, rec["error"], len(expected)))
-            continue
-        outs = rec["outputs"]
-        for i, name in rec.get("subclass") or ():
-            aliasing.append("%s: output %d is a %s, not a torch.Tensor (ATen returns plain tensors)" % (where, i, name))
-        want = len(ctl["outputs"]) if ctl is not None else len(expected)
-        if len(outs) != want:
-            f = "%s: %d output(s), %s gives %d" % (where, len(outs), "the stock path" if ctl is not None else "ATen",
-                                                     want)
-            aliasing.append(f)
-            numerics.append(f)
-            continue
-        first_device = rec["inputs"][0]["tensor"].device if rec["inputs"] else None
-        for i, o in enumerate(outs):
-            ex = expected[i] if i < len(expected) else None
-            out = "%s: output %d" % (where, i)
-            dtype = str(o.dtype).replace("torch.", "")
-            either = judging.get("reference") == "either"  # the meta kernel's or the CPU kernel's metadata
-            if ctl is not None:  # metadata as the device's stock kernel gives it
-                c = ctl["outputs"][i]
-                # ... or as CPU ATen gives it: where the two of ATen's kernels
-                # differ (native_batch_norm's saved statistics in inference),
-                # following ATen's reference is no fault of the op.
-                as_cpu_dtype = ex is not None and (dtype == ex["dtype"] or (either and dtype == ex.get("cpu_dtype")))
-                as_cpu_shape = ex is not None and (list(o.shape) == ex["shape"] or (
-                    either and list(o.shape) == ex.get("cpu_shape")))
-                if o.dtype != c.dtype and not as_cpu_dtype:
-                    aliasing.append("%s has dtype %s, the stock path gives %s" % (
-                        out, dtype, str(c.dtype).replace("torch.", "")))
-                if list(o.shape) != list(c.shape) and not as_cpu_shape:
-                    aliasing.append("%s has shape %s, the stock path gives %s" % (out, list(o.shape), list(c.shape)))
-            elif ex is not None:
-                if dtype != ex["dtype"] and not (either and dtype == ex.get("cpu_dtype")):
-                    aliasing.append("%s has dtype %s, ATen gives %s" % (out, dtype, ex["dtype"]))
-                if list(o.shape) != ex["shape"] and not (either and list(o.shape) == ex.get("cpu_shape")):
-                    aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
-            if first_device is not None and o.device != first_device:
-                aliasing.append("%s is on %s, the inputs on %s" % (out, o.device, first_device))
-            native = (rec.get("native") or [None] * len(outs))[i]
-            if native is not None and (native["memory_type"] not in ("device", "unified")
-                                       or native["device"] != o.device.index):
-                aliasing.append("%s: the %s runtime says its memory is %s on device %d; torch says %s" % (
-                    out, native["runtime"], native["memory_type"], native["device"], o.device))
-            if ctl is not None:  # the inputs the stock path's output shares storage with, as it runs on this device
-                aliases = [j for j, s in enumerate(ctl["inputs"]) if _overlap(ctl["outputs"][i], s["tensor"])]
-            else:
-                aliases = (ex or {}).get("aliases", [])
-            _check_alias(o, rec["inputs"], aliases, mode, out, aliasing, fresh_ok, fresh)
-            for j in range(i):
-                if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
-                    aliasing.append("%s shares storage with output %d" % (out, j))
-            for kk in range(k):
-                for j, earlier in enumerate(pas["calls"][kk]["outputs"]):
-                    if _overlap(o, earlier):
-                        aliasing.append("%s shares storage with output %d of call %d" % (out, j, kk))
-            rule = outputs_rule[i] if i < len(outputs_rule) else {"kind": "values"}
-            snap = rec["after"][i]
-            if ctl is not None:
-                _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numerics, notes)
-                continue
-            if ex is None:
-                continue
-            f = _compare_output(obs, case, judging, k, rule, snap, ex)
-            if f:
-                numerics.append("%s: %s" % (out, f))
+    for k in range(len(pas["calls"])):
+        raised += _judge_call(obs, case, judging, pas, k, tag, numerics, aliasing, notes, refusals, fresh)
     # Earlier outputs unchanged by later calls (compared at the end).
     for k, rec in enumerate(pas["calls"][:-1]):
         for i, o in enumerate(rec["outputs"]):
             if i < len(rec["after"]) and not same_bits(rec["after"][i], o.cpu()):
                 aliasing.append("call %d%s: output %d was changed by a later call" % (k, tag, i))
     return raised
+
+
+def _judge_call(obs, case, judging, pas, k, tag, numerics, aliasing, notes, refusals, fresh):
+    """P5 / P6 findings of call ``k`` of pass ``pas`` (``_judge_pass``, whose
+    lists they go to): its inputs, then what it raised (``_judge_raised``)
+    or each of its outputs (``_judge_output``). Returns 1 when the op raised
+    on the call, else 0."""
+    rec = pas["calls"][k]
+    expected = obs["expected"][k]
+    where = "call %d%s" % (k, tag)
+    control = obs.get("control")
+    ctl = control["calls"][k] if control else None
+    if ctl is not None and ctl["error"]:  # no stock kernel (control_rejects discarded the rest)
+        notes.append("call %d: no stock kernel on this device (%s); judged against CPU ATen"
+                     % (k, ctl["error"][:160]))
+        ctl = None
+    # Also when the op raised: it may have written first.
+    relaid = obs["relaid"][k] if obs.get("relaid") else None
+    # Inputs ATen writes too (an in-place op's self; un-annotated writes
+    # such as native_batch_norm's running stats) may change.
+    inplace = judging.get("mode", "functional") == "inplace"
+    written = set(obs["writes"][k] if obs.get("writes") else ()) | ({0} if inplace else set())
+    _check_inputs(rec, where, aliasing, written, relaid)
+    if rec["error"]:
+        _judge_raised(case, rec, ctl, expected, where, written, numerics, notes, refusals)
+        return 1
+    outs = rec["outputs"]
+    for i, name in rec.get("subclass") or ():
+        aliasing.append("%s: output %d is a %s, not a torch.Tensor (ATen returns plain tensors)" % (where, i, name))
+    want = len(ctl["outputs"]) if ctl is not None else len(expected)
+    if len(outs) != want:
+        f = "%s: %d output(s), %s gives %d" % (where, len(outs), "the stock path" if ctl is not None else "ATen",
+                                                 want)
+        aliasing.append(f)
+        numerics.append(f)
+        return 0
+    for i in range(len(outs)):
+        _judge_output(obs, case, judging, pas, k, i, ctl, where, numerics, aliasing, notes, fresh)
+    return 0
+
+
+def _judge_raised(case, rec, ctl, expected, where, written, numerics, notes, refusals):
+    """What the op raising on a call (``rec``) is: a refusal to write an
+    overlapping input (``refusals``, a note), a finding where the stock path
+    (``ctl``) or CPU ATen (``expected``) returns, or a note where CPU ATen
+    raises in the run's dtype too."""
+    refused = _refused_overlapping_write(rec, written)
+    if refused is not None:
+        refusals.append("%s: the op refused to write input %d, whose elements overlap, as ATen may" % (where, refused))
+        return
+    if ctl is not None:
+        numerics.append("%s: the op raised %s; the stock path returns %d output(s)"
+                        % (where, rec["error"], len(ctl["outputs"])))
+        return
+    if expected and "same_dtype_error" in expected[0]:
+        # CPU ATen raises in the run's dtype too (it returns only in
+        # float64): no evidence that the op must take this dtype.
+        notes.append("%s: the op raised %s; so does CPU ATen in %s (%s)" % (
+            where, rec["error"][:120], case["dtype"], expected[0]["same_dtype_error"][:120]))
+        return
+    numerics.append("%s: the op raised %s; CPU ATen returns %d output(s)" % (where, rec["error"], len(expected)))
+
+
+def _judge_output(obs, case, judging, pas, k, i, ctl, where, numerics, aliasing, notes, fresh):
+    """P5 / P6 findings of output ``i`` of call ``k`` of pass ``pas``: its
+    metadata, device and storage (``aliasing``, ``fresh``), then its values
+    against the control's output (``ctl``, where there is one) or CPU
+    ATen's (``numerics``, ``notes``)."""
+    rec = pas["calls"][k]
+    o = rec["outputs"][i]
+    expected = obs["expected"][k]
+    ex = expected[i] if i < len(expected) else None
+    out = "%s: output %d" % (where, i)
+    _check_output_metadata(o, ex, ctl["outputs"][i] if ctl is not None else None, judging, out, aliasing)
+    _check_output_device(rec, i, out, aliasing)
+    _check_output_storage(pas, k, i, ex, ctl, judging, out, aliasing, fresh)
+    outputs_rule = judging.get("outputs") or []
+    rule = outputs_rule[i] if i < len(outputs_rule) else {"kind": "values"}
+    snap = rec["after"][i]
+    if ctl is not None:
+        _judge_against_control(obs, case, judging, k, i, rule, snap, ctl, out, numerics, notes)
+        return
+    if ex is None:
+        return
+    f = _compare_output(obs, case, judging, k, rule, snap, ex)
+    if f:
+        numerics.append("%s: %s" % (out, f))
+
+
+def _check_output_metadata(o, ex, c, judging, out, aliasing):
+    """Output ``o`` has the dtype and shape of the control's output ``c``
+    (where the target has a control), else of CPU ATen's reference ``ex``.
+    With a control, CPU ATen's metadata counts too (two of ATen's kernels
+    may differ); with ``judging``'s reference "either", so does the CPU
+    kernel's where it differs from the meta kernel's (``cpu_dtype``,
+    ``cpu_shape``)."""
+    dtype = str(o.dtype).replace("torch.", "")
+    either = judging.get("reference") == "either"  # the meta kernel's or the CPU kernel's metadata
+    if c is not None:  # metadata as the device's stock kernel gives it
+        # ... or as CPU ATen gives it: where the two of ATen's kernels
+        # differ (native_batch_norm's saved statistics in inference),
+        # following ATen's reference is no fault of the op.
+        as_cpu_dtype = ex is not None and (dtype == ex["dtype"] or (either and dtype == ex.get("cpu_dtype")))
+        as_cpu_shape = ex is not None and (list(o.shape) == ex["shape"] or (
+            either and list(o.shape) == ex.get("cpu_shape")))
+        if o.dtype != c.dtype and not as_cpu_dtype:
+            aliasing.append("%s has dtype %s, the stock path gives %s" % (
+                out, dtype, str(c.dtype).replace("torch.", "")))
+        if list(o.shape) != list(c.shape) and not as_cpu_shape:
+            aliasing.append("%s has shape %s, the stock path gives %s" % (out, list(o.shape), list(c.shape)))
+    elif ex is not None:
+        if dtype != ex["dtype"] and not (either and dtype == ex.get("cpu_dtype")):
+            aliasing.append("%s has dtype %s, ATen gives %s" % (out, dtype, ex["dtype"]))
+        if list(o.shape) != ex["shape"] and not (either and list(o.shape) == ex.get("cpu_shape")):
+            aliasing.append("%s has shape %s, ATen gives %s" % (out, list(o.shape), ex["shape"]))
+
+
+def _check_output_device(rec, i, out, aliasing):
+    """Output ``i`` of call record ``rec`` is on the device of the call's
+    first input, and its memory is device (or unified) memory of that
+    device where the native runtime says what it is (``rec["native"]``)."""
+    o = rec["outputs"][i]
+    first_device = rec["inputs"][0]["tensor"].device if rec["inputs"] else None
+    if first_device is not None and o.device != first_device:
+        aliasing.append("%s is on %s, the inputs on %s" % (out, o.device, first_device))
+    native = (rec.get("native") or [None] * len(rec["outputs"]))[i]
+    if native is not None and (native["memory_type"] not in ("device", "unified")
+                               or native["device"] != o.device.index):
+        aliasing.append("%s: the %s runtime says its memory is %s on device %d; torch says %s" % (
+            out, native["runtime"], native["memory_type"], native["device"], o.device))
+
+
+def _check_output_storage(pas, k, i, ex, ctl, judging, out, aliasing, fresh):
+    """Output ``i`` of call ``k`` of pass ``pas`` shares storage with the
+    inputs the control's output (``ctl``) or CPU ATen's (``ex``) shares
+    (``_check_alias``), with no earlier output of the call but those ATen's
+    shares, and with no output of an earlier call."""
+    rec = pas["calls"][k]
+    o, outs = rec["outputs"][i], rec["outputs"]
+    mode = judging.get("mode", "functional")
+    # A schema-derived entry's "functional": no return carries an alias
+    # annotation (catalog/schema_ops.cpp). Hand-written entries have no schema.
+    fresh_ok = mode == "functional" and bool(judging.get("schema"))
+    if ctl is not None:  # the inputs the stock path's output shares storage with, as it runs on this device
+        aliases = [j for j, s in enumerate(ctl["inputs"]) if _overlap(ctl["outputs"][i], s["tensor"])]
+    else:
+        aliases = (ex or {}).get("aliases", [])
+    _check_alias(o, rec["inputs"], aliases, mode, out, aliasing, fresh_ok, fresh)
+    for j in range(i):
+        if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
+            aliasing.append("%s shares storage with output %d" % (out, j))
+    for kk in range(k):
+        for j, earlier in enumerate(pas["calls"][kk]["outputs"]):
+            if _overlap(o, earlier):
+                aliasing.append("%s shares storage with output %d of call %d" % (out, j, kk))
 
 
 def _patched_vs_unpatched(unpatched, patched, numerics):

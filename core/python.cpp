@@ -36,11 +36,21 @@ std::string envOr(const char* name, const std::string& fallback) {
 // Every flagprop module, imported before any case: the sandbox removes
 // modules a case adds under a watched root, and a module imported twice
 // would keep two states (the compile counter, the descriptor class).
-const char* kModules[] = {
-    "flagprop_mocks",          "flagprop.engine.loader",      "flagprop.observers.observe", "flagprop.judging.verdicts",
-    "flagprop.engine.launch",  "flagprop.engine.real_launch", "flagprop.engine.session",    "flagprop.engine.ops",
-    "flagprop.observers.hits", "flagprop.observers.streams",  "flagprop.observers.timing",  "flagprop.reporting.plots",
-    "flagprop.judging.checks", "flagprop.engine.opinfo"};
+const char* kModules[] = {"flagprop_mocks",
+                          "flagprop.engine.loader",
+                          "flagprop.engine.observe",
+                          "flagprop.engine.facts",
+                          "flagprop.judging.verdicts",
+                          "flagprop.engine.launch",
+                          "flagprop.engine.real_launch",
+                          "flagprop.engine.session",
+                          "flagprop.engine.ops",
+                          "flagprop.observers.hits",
+                          "flagprop.observers.streams",
+                          "flagprop.observers.timing",
+                          "flagprop.reporting.plots",
+                          "flagprop.judging.checks",
+                          "flagprop.engine.opinfo"};
 }  // namespace
 
 std::vector<std::string> pythonFolders() {

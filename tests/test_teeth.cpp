@@ -204,7 +204,7 @@ TEST(Observe, TraceHookIsRemovedEvenWhenTheInstallerRaises) {
   py::dict scope;
   py::exec(R"(
 import sys, types
-from flagprop.observers import observe
+from flagprop.engine import observe
 mod = types.ModuleType("flagprop_target_raiser")
 exec("def install():\n    try:\n        {}['x']\n    except KeyError:\n        pass\n    raise ValueError('boom')\n", mod.__dict__)
 before = sys.gettrace()
@@ -258,7 +258,7 @@ TEST(Claims, ReadFromTheInstallerSource) {
   scope["path"] = fixturesDir() + "/installers/example_installer.py";
   py::exec(R"(
 import types
-from flagprop.observers import observe
+from flagprop.engine import observe
 mod = types.ModuleType("m")
 mod.__file__ = path
 full = observe.claimed_components(mod, "_patch_flaggems_pointwise_dispatch")["components"]

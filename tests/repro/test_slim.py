@@ -508,8 +508,8 @@ class RealModules(unittest.TestCase):
                     self.assertNotIn("flagprop.engine.ops", got)  # installer properties never build op inputs
                     self.assertNotIn("flagprop.observers.timing", got)
                 if kind == "op":
-                    self.assertIn("observe_judged", got["flagprop.engine.ops"]["kept"])
-                    self.assertIn("findings_of", got["flagprop.engine.ops"]["kept"])
+                    self.assertIn("observe_judged", got["flagprop.judging.checks"]["kept"])
+                    self.assertIn("findings_of", got["flagprop.judging.checks"]["kept"])
                     self.assertNotIn("flagprop.observers.timing", got)
 
     def test_a_sliced_check_judges_like_the_whole_modules(self):

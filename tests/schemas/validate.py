@@ -100,7 +100,7 @@ def manifest_files():
 def check_mock_spec(target_schema):
     """target.schema.json's mock spec against mocks/flagprop_mocks/spec.py
     (SPEC_SCHEMA, PARAM_KINDS) and its component enum against
-    python/flagprop/observers/observe.py (COMPONENTS)."""
+    python/flagprop/engine/observe.py (COMPONENTS)."""
     problems = []
     spec_py = os.path.join(ROOT, "mocks", "flagprop_mocks", "spec.py")
     module_spec = importlib.util.spec_from_file_location("flagprop_mock_spec", spec_py)
@@ -119,7 +119,7 @@ def check_mock_spec(target_schema):
     if kinds != list(spec.PARAM_KINDS):
         problems.append("target.schema.json mock_spec.params kinds %s != spec.py PARAM_KINDS %s"
                         % (kinds, list(spec.PARAM_KINDS)))
-    with open(os.path.join(ROOT, "python", "flagprop", "observers", "observe.py")) as f:
+    with open(os.path.join(ROOT, "python", "flagprop", "engine", "observe.py")) as f:
         tree = ast.parse(f.read())
     components = next(ast.literal_eval(n.value) for n in tree.body
                       if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "COMPONENTS" for t in n.targets))

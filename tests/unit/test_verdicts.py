@@ -1,6 +1,7 @@
-"""Tests of flagprop.judging.verdicts on made-up observations: indices judged
-by the values they select, ATen's refusal to write an overlapping tensor, a
-stride that addresses no element, and P9's paired summary.
+"""Tests of flagprop.judging.verdicts (and the facts it judges with,
+flagprop.engine.facts) on made-up observations: indices judged by the values
+they select, ATen's refusal to write an overlapping tensor, a stride that
+addresses no element, and P9's paired summary.
 
 Run from this folder: python3 -B -m unittest -v test_verdicts (needs torch).
 """
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import torch  # noqa: E402
 
+from flagprop.engine import facts  # noqa: E402
 from flagprop.judging import verdicts  # noqa: E402
 
 
@@ -44,7 +46,7 @@ class Verdicts(unittest.TestCase):
 
         def snap(t):
             return {"tensor": t, "shape": list(t.shape), "strides": list(t.stride()), "offset": t.storage_offset(),
-                    "version": t._version, "storage": verdicts.storage_of(t).clone()}
+                    "version": t._version, "storage": facts.storage_of(t).clone()}
 
         def findings(error, t, control, writes=(0,)):
             rec = {"error": error, "inputs": [snap(t)], "outputs": []}
@@ -78,7 +80,7 @@ class Verdicts(unittest.TestCase):
             base = torch.zeros(8)
             t = base.as_strided(*after)
             snap = {"tensor": t, "shape": [1, 1, 2, 1], "strides": [4, 4, 2, 1], "offset": 1, "version": t._version,
-                    "storage": verdicts.storage_of(t).clone()}
+                    "storage": facts.storage_of(t).clone()}
             out = []
             verdicts._check_inputs({"inputs": [snap]}, "call 0", out, (0,), [relaid])
             return len(out)
@@ -90,8 +92,8 @@ class Verdicts(unittest.TestCase):
                findings(([1, 1, 2, 1], [4, 4, 2, 1], 2), aten),  # the storage offset
                findings(([1, 2, 1, 1], [4, 2, 2, 1], 1), aten),  # the shape
                findings(([0, 3], [1, 5], 0), [[0, 3], [3, 1], 2])]  # an empty tensor addresses nothing
-        same = [verdicts.same_layout_meta([[2, 1], [1, 5], 0], [[2, 1], [1, 1], 0]),
-                verdicts.same_layout_meta([[2, 3], [1, 2], 0], [[2, 3], [3, 1], 0])]
+        same = [facts.same_layout_meta([[2, 1], [1, 5], 0], [[2, 1], [1, 1], 0]),
+                facts.same_layout_meta([[2, 3], [1, 2], 0], [[2, 3], [3, 1], 0])]
         self.assertEqual(res, [0, 0, 1, 1, 1, 0])
         self.assertEqual(same, [True, False])
 

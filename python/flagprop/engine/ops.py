@@ -25,9 +25,9 @@ A target's ``ops`` section says where the op under test comes from:
 
 What ``flagprop.tools.slim`` (the cutter of a reproducer's code) asks of this
 module: a function that only some kinds of case need imports what it needs
-inside itself (``from . import session``, ``from ..observers import
-observe``), not at the top, so that a reproducer of another kind carries
-none of that module; top-level imports are taken into every reproducer.
+inside itself (``from . import observe, session``), not at the top, so
+that a reproducer of another kind carries none of that module; top-level
+imports are taken into every reproducer.
 """
 
 import importlib
@@ -38,7 +38,7 @@ import types
 
 import torch
 
-from ..judging import verdicts
+from . import facts
 
 _CODE = {}
 _SIBLINGS = {}
@@ -426,7 +426,7 @@ def same_layout(t, dtype=None):
     """A copy of ``t`` in a storage of its own with the same shape, strides
     and storage offset (in ``dtype`` when given): an op that writes its input
     or rejects an overlapping one sees what the device call sees."""
-    st = verdicts.storage_of(t)
+    st = facts.storage_of(t)
     if st is None:
         return torch.empty_strided(t.shape, t.stride(), dtype=dtype or t.dtype)
     return st.to(dtype or t.dtype, copy=True).as_strided(t.shape, t.stride(), t.storage_offset())
@@ -434,7 +434,7 @@ def same_layout(t, dtype=None):
 
 def _aliases(out, inputs):
     """Indices of the ``inputs`` whose storage ``out`` shares."""
-    return [j for j, t in enumerate(inputs) if verdicts.overlap(out, t)]
+    return [j for j, t in enumerate(inputs) if facts.overlap(out, t)]
 
 
 def _layout_of(t):
@@ -543,12 +543,12 @@ def _same_dtype_effects(fn, call, cpu, own, same, repeat):
     if repeat:
         again = call_op(fn, call, [same_layout(t) for t in cpu], torch.device("cpu"))
         if len(again) != len(same) or not all(
-                a.shape == b.shape and verdicts.same_bits(a, b) for a, b in zip(same, again)):
+                a.shape == b.shape and facts.same_bits(a, b) for a, b in zip(same, again)):
             raise ValueError("two calls on the same inputs disagree "
                              "(unchecked arguments: it reads memory it does not own)")
     aliases = [_aliases(o, own) for o in same]
-    shares = [[j for j in range(i) if verdicts.overlap(o, same[j])] for i, o in enumerate(same)]
-    relaid = [None if verdicts.same_layout_meta(_layout_of(a), _layout_of(b)) else _layout_of(a)
+    shares = [[j for j in range(i) if facts.overlap(o, same[j])] for i, o in enumerate(same)]
+    relaid = [None if facts.same_layout_meta(_layout_of(a), _layout_of(b)) else _layout_of(a)
               for a, b in zip(own, cpu)]
     writes = [j for j, (a, b) in enumerate(zip(own, cpu)) if _values_changed(a, b)]
     same = [o.clone() if a or sh else o for o, a, sh in zip(same, aliases, shares)]  # later calls must not change them
@@ -624,10 +624,10 @@ def _magnitudes(fn, call, cpu, magnitude, shapes_from):
 def _values_changed(after, before):
     """Whether ``after`` (a copy of ``before`` that an op was called on)
     holds other bits in its storage than ``before``'s."""
-    a, b = verdicts.storage_of(after), verdicts.storage_of(before)
+    a, b = facts.storage_of(after), facts.storage_of(before)
     if a is None or b is None:
         return False
-    return a.numel() != b.numel() or not verdicts.same_bits(a, b)
+    return a.numel() != b.numel() or not facts.same_bits(a, b)
 
 
 def _stock_aten(target):
@@ -645,8 +645,7 @@ class Runner:
     target's installer once. The caller's sandbox undoes all of it."""
 
     def __init__(self, target, op, gates):
-        from ..observers import observe
-        from . import session
+        from . import observe, session
 
         self.target = target
         self.gates = gates
@@ -819,10 +818,10 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         # never put on the op (docs/control.md).
         control = _run_pass(runner.control, case, cpu_inputs, device, "control")
         for k, rec in enumerate(control["calls"]):
-            if rec["error"] and verdicts.device_lost(rec["error"]):
+            if rec["error"] and facts.device_lost(rec["error"]):
                 return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
                         "stock_lost": rec["error"]}
-        rejected = verdicts.control_rejects({"control": control})
+        rejected = facts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
             return {"discard": "the stock path rejects call %d: %s" % rejected}
     op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"
@@ -850,70 +849,6 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes),
                       "inputs": 1e6 * inputs_s}
     return obs
-
-
-def _unstable_reference(case, obs, tries=5):
-    """Why CPU ATen's answer cannot be trusted for ``case`` (it gives other
-    bits on the same inputs in one of ``tries`` more calls: an op that does
-    not check its arguments reads memory it does not own), or ''. Where the
-    op under test is CPU ATen itself (``obs["op_is_reference"]``: stock ATen
-    on the CPU), its own output having other bits than the reference's
-    same-dtype call on the same inputs and layout shows that too (LibTorch
-    1.13's ``linalg_lstsq`` gives two answers on one input, the second in 63
-    of 1,000 calls here). Asked only of a failing case, so it costs nothing
-    when the op agrees."""
-    if obs.get("op_is_reference"):
-        for k, rec in enumerate(obs["passes"][-1]["calls"]):
-            for first, out in zip(obs["expected"][k], rec["outputs"] if not rec["error"] else ()):
-                if "same_dtype" in first and not verdicts.same_bits(first["same_dtype"], out):
-                    return "CPU ATen gives other bits on the same inputs (the op under test is CPU ATen)"
-    for _ in range(tries):
-        for k, call in enumerate(case["calls"]):
-            if not any("same_dtype" in first for first in obs["expected"][k]):
-                # CPU ATen has no kernel in the run's dtype (LibTorch 1.13's
-                # tanh in float16): the reference is the float64 call, and
-                # nothing of the same-dtype call's can be unstable. (Called
-                # again, it raises: that is no sign of unchecked arguments.)
-                continue
-            try:
-                again, _moved, _wrote = reference(case["op"], call, obs["cpu_inputs"][k], False)
-            except Exception as e:
-                return "CPU ATen rejects call %d on a second try: %s" % (k, describe_exception(e))
-            for first, now in zip(obs["expected"][k], again):
-                if "same_dtype" in first and not verdicts.same_bits(first["same_dtype"], now.get("same_dtype")):
-                    return ("CPU ATen gives other bits on the same inputs "
-                            "(unchecked arguments: it reads memory it does not own)")
-    return ""
-
-
-def observe_judged(target, case, gates, judging):
-    """``observe_case`` with the options ``judging`` (the catalog entry's
-    judging spec) asks for; the code under test runs here."""
-    judging = verdicts.judging_for(judging, case["dtype"])
-    rule = judging.get("tolerance", {}).get("rule")
-    magnitude = rule in verdicts.ACCUMULATING and (True if rule != "schema" else "if_reducing")
-    return observe_case(target, case, gates, judging.get("upcast", True), judging.get("reference") == "either",
-                        magnitude)
-
-
-def findings_of(case, obs, judging):
-    """``verdicts.op_findings`` of an ``observe_judged`` observation: the
-    plain-data findings of one case (with ``discard``, ``compilations`` and
-    ``time_us`` from the observation). No code under test runs here."""
-    if "discard" in obs:
-        return obs
-    t0 = time.perf_counter()
-    judging = verdicts.judging_for(judging, case["dtype"])
-    out = verdicts.op_findings(obs, case, judging)
-    if "discard" in out:  # the control (the device's stock path) rejects the sample
-        return out
-    if out["numerics"] and judging.get("reference") == "either":
-        unstable = _unstable_reference(case, obs)
-        if unstable:
-            return {"discard": unstable}
-    out["compilations"] = obs["compilations"]
-    out["time_us"] = dict(obs["time_us"], verdicts=1e6 * (time.perf_counter() - t0))
-    return out
 
 
 def _import_lazy_reference_modules():

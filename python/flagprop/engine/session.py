@@ -13,9 +13,7 @@ import sys
 
 import flagprop_mocks as mocks
 
-from . import launch, loader, real_launch
-from ..observers import observe
-from ..judging import verdicts
+from . import launch, loader, observe, real_launch
 
 
 def supplied_descriptor_cache_key(arg):
@@ -114,10 +112,10 @@ def install_case(target, spec, gates, installs):
 
 def install_observed(target, gates, before):
     """Load and run the installer once; returns (call, active), where active
-    is ``verdicts.fast_path_installed`` against ``before`` (``observe.snapshot``)."""
+    is ``observe.fast_path_installed`` against ``before`` (``observe.snapshot``)."""
     mod, fn = load_installer(target, gates)
     call = observe.call_installer(fn, mod)
-    return call, verdicts.fast_path_installed(observe.components_after(before))
+    return call, observe.fast_path_installed(observe.components_after(before))
 
 
 def _install_once(target, spec, gates, count_stock_runs=False):

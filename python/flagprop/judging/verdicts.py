@@ -6,12 +6,16 @@ a verdict, a dict with at least ``pass`` (bool) and ``reason`` (one line).
 The C++ suites, the tests and the standalone reproducers all call these same
 functions, so a reproducer can never judge a case differently from the suite
 that found it. Nothing here imports the code under test; only the P5 / P6
-judgement needs torch (for the tensors it compares).
+judgement needs torch (for the tensors it compares). The facts it judges
+with (storage, bits, what an exception says) are ``flagprop.engine.facts``',
+which the engine reads too.
 
 The rules are documented in docs/design.md ("Verdicts").
 """
 
 import math
+
+from ..engine.facts import bits, control_rejects, overlap, same_bits, same_layout_meta, storage_of
 
 # --------------------------------------------------------------------------
 # P1 install status
@@ -172,14 +176,6 @@ def install_evidence(obs, verdict, index=0):
         "trace_lost": bool(call.get("trace_lost")),
         "witness": obs.get("witness", {}),
     }
-
-
-def fast_path_installed(components):
-    """Whether something replaced the stock ``LibEntry.key`` and ``.run``
-    (``components`` as ``observe.components_after`` gives them): then there
-    is a fast path for P3, P4 and P5 to compare with the stock one, whether
-    or not it was installed properly (P1's question)."""
-    return all(components[c]["changed"] for c in ("key", "run"))
 
 
 # --------------------------------------------------------------------------
@@ -404,20 +400,6 @@ def _torch():
     return torch
 
 
-def _bits(t):
-    torch = _torch()
-    t = t.contiguous()
-    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-def same_bits(a, b):
-    """Same dtype, shape and bit patterns (NaN payloads and -0.0 count)."""
-    if a is None or b is None:
-        return a is b
-    torch = _torch()
-    return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(_bits(a), _bits(b)))
-
-
 def _index_text(i, shape):
     out = []
     for s in reversed(list(shape)):
@@ -568,22 +550,6 @@ def compare_indices(actual, expected, inp, dim, keepdim, unordered=False):
         int(expected.reshape(-1)[i]), _num(float(want[i])))
 
 
-def _storage_range(t):
-    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    lo = s.data_ptr()
-    return lo, lo + s.nbytes()
-
-
-def overlap(a, b):
-    """Whether tensors ``a`` and ``b`` share storage bytes."""
-    return _overlap(a, b)
-
-
-def _overlap(a, b):
-    (a0, a1), (b0, b1) = _storage_range(a), _storage_range(b)
-    return a0 < a1 and b0 < b1 and a0 < b1 and b0 < a1
-
-
 def _arg(call, index, default=None):
     """Argument ``index`` of ``call``: a position in ``args`` (int) or a
     keyword in ``kwargs`` (str); ``default`` when the call does not give it."""
@@ -611,21 +577,6 @@ def _refused_overlapping_write(rec, written):
             if any(st == 0 and n > 1 for n, st in zip(snap["shape"], snap["strides"])):
                 return j
     return None
-
-
-def same_layout_meta(a, b):
-    """Whether two layouts ``[shape, strides, storage offset]`` (elements)
-    address the same elements: equal shapes and, when the tensor has any
-    element, the same storage offset and the same stride in every dimension
-    of size > 1. A stride of a size-1 dimension, or any stride of an empty
-    tensor, addresses nothing, so a difference there is not observable in
-    values; PyTorch's own reference checks compare strides the same way
-    (``torch._prims_common.check_significant_strides``)."""
-    if list(a[0]) != list(b[0]):
-        return False
-    if any(n == 0 for n in a[0]):
-        return True
-    return a[2] == b[2] and all(sa == sb for n, sa, sb in zip(a[0], a[1], b[1]) if n > 1)
 
 
 def _check_inputs(rec, where, aliasing, written=(), relaid=None):
@@ -656,7 +607,7 @@ def _check_inputs(rec, where, aliasing, written=(), relaid=None):
         elif before is not None:
             now_cpu = now.cpu()
             if not same_bits(before, now_cpu):
-                at = int((_bits(before) != _bits(now_cpu)).nonzero()[0, 0])
+                at = int((bits(before) != bits(now_cpu)).nonzero()[0, 0])
                 aliasing.append("%s values changed: storage element %d was %s, now %s" % (
                     what, at, _num(float(before[at].double())), _num(float(now_cpu[at].double()))))
 
@@ -673,7 +624,7 @@ def _check_alias(o, inputs, aten_aliases, mode, out, aliasing, fresh_ok, fresh):
     to ``aliasing``."""
     for j, snap in enumerate(inputs):
         t = snap["tensor"]
-        shares = _overlap(o, t)
+        shares = overlap(o, t)
         if shares and j not in aten_aliases:
             aliasing.append("%s shares storage with input %d (no fresh storage)" % (out, j))
         elif not shares and j in aten_aliases and o.numel() and t.numel():
@@ -687,44 +638,6 @@ def _check_alias(o, inputs, aten_aliases, mode, out, aliasing, fresh_ok, fresh):
         if not (o.data_ptr() == self_.data_ptr() and list(o.shape) == list(self_.shape)
                 and list(o.stride()) == list(self_.stride())):
             aliasing.append("%s is not self (an in-place op returns the tensor it wrote)" % out)
-
-
-def storage_of(t):
-    """A tensor's whole storage as a 1-D tensor on its device, or None when
-    the storage holds no element."""
-    s = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-    n = s.nbytes() // t.element_size()
-    return t.as_strided((n,), (1,), 0) if n else None
-
-
-#: What a message says when the device context is gone for the process
-#: (the C++ session's deviceLostText reads the same list).
-DEVICE_LOST = ("illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
-               "device-side assert", "unspecified launch failure")
-
-
-def device_lost(error):
-    """Whether exception text ``error`` says the device context is lost."""
-    return any(k in (error or "") for k in DEVICE_LOST)
-
-
-def no_stock_kernel(error):
-    """Whether a control call's exception says the device has no stock
-    kernel for the op (ATen's dispatcher: "Could not run 'aten::...' with
-    arguments from the 'CUDA' backend"), not that it rejects the sample."""
-    return "Could not run" in (error or "") and "backend" in (error or "")
-
-
-def control_rejects(obs):
-    """(call index, exception) of the first call the control (the stock
-    device path) raised on for another reason than a missing kernel: the
-    sample is invalid on the device, a discard and never a finding; or
-    None (also without a control)."""
-    control = obs.get("control")
-    for k, rec in enumerate(control["calls"] if control else []):
-        if rec["error"] and not no_stock_kernel(rec["error"]):
-            return k, rec["error"]
-    return None
 
 
 def _compare_output(obs, case, judging, k, rule, snap, ex, want=None):
@@ -974,16 +887,16 @@ def _check_output_storage(pas, k, i, ex, ctl, judging, out, aliasing, fresh):
     # annotation (catalog/schema_ops.cpp). Hand-written entries have no schema.
     fresh_ok = mode == "functional" and bool(judging.get("schema"))
     if ctl is not None:  # the inputs the stock path's output shares storage with, as it runs on this device
-        aliases = [j for j, s in enumerate(ctl["inputs"]) if _overlap(ctl["outputs"][i], s["tensor"])]
+        aliases = [j for j, s in enumerate(ctl["inputs"]) if overlap(ctl["outputs"][i], s["tensor"])]
     else:
         aliases = (ex or {}).get("aliases", [])
     _check_alias(o, rec["inputs"], aliases, mode, out, aliasing, fresh_ok, fresh)
     for j in range(i):
-        if _overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
+        if overlap(o, outs[j]) and j not in ex.get("shares_outputs", []):
             aliasing.append("%s shares storage with output %d" % (out, j))
     for kk in range(k):
         for j, earlier in enumerate(pas["calls"][kk]["outputs"]):
-            if _overlap(o, earlier):
+            if overlap(o, earlier):
                 aliasing.append("%s shares storage with output %d of call %d" % (out, j, kk))
 
 
@@ -1218,6 +1131,17 @@ _STREAM_FACTS = {
     "switch_follows_the_stream": "after a switch of the current stream, the cached kernel was launched on the old one "
                                  "(a stale stream)",
 }
+
+
+def stream_output_differs(actual, expected, judging, dtype, call):
+    """Whether ``actual``, an output P7 read after synchronising one stream
+    (a CPU copy), differs from ``expected``, the same call's output on the
+    default stream: another dtype, or values outside the catalog entry's
+    tolerance (``judging``) for a run in ``dtype`` (a kernel may not be
+    bitwise deterministic). ``flagprop.observers.streams`` asks it while it
+    observes a case."""
+    rtol, atol = tolerance(judging["tolerance"], dtype, str(expected.dtype).replace("torch.", ""), call)
+    return actual.dtype != expected.dtype or bool(compare_close(actual, expected, rtol, atol))
 
 
 def stream_semantics(obs):

@@ -14,8 +14,7 @@ sandbox undoes all of it.
 
 import sys
 
-from . import observe
-from ..engine import ops
+from ..engine import observe, ops
 
 
 def kernel_name(entry):

@@ -15,8 +15,7 @@ import sys
 
 import torch
 
-from ..engine import ops
-from ..judging import verdicts
+from ..engine import facts, ops
 
 #: The facts P7 asks for, in order.
 FACTS = ("ordered_after_earlier_work", "correct_after_syncing_the_stream", "default_stream_untouched",
@@ -66,22 +65,22 @@ def _outputs_under(runner, call, cpu, device, mod, stream, busy_before):
     src = ops.device_inputs(call, cpu, device)
     dst = ops.device_inputs(call, cpu, device)
     for d in dst:
-        st = verdicts.storage_of(d)
+        st = facts.storage_of(d)
         if st is not None:
             st.zero_()
     mod.synchronize()
     with mod.stream(stream):
         busy_before()
         for d, s in zip(dst, src):
-            st = verdicts.storage_of(d)
+            st = facts.storage_of(d)
             if st is not None:
-                st.copy_(verdicts.storage_of(s), non_blocking=True)
+                st.copy_(facts.storage_of(s), non_blocking=True)
         outs = runner.call(call, dst)
         stream.synchronize()
         return [o.to("cpu", copy=True) for o in outs]
 
 
-def _device_facts(runner, case, target, judging):
+def _device_facts(runner, case, target, judging, differs):
     device = torch.device(target["device"])
     mod = getattr(torch, device.type)
     call = case["calls"][0]
@@ -93,8 +92,7 @@ def _device_facts(runner, case, target, judging):
         if len(host) != len(expected):
             return False
         for a, e in zip(host, expected):  # within the op's tolerance: a kernel may not be bitwise deterministic
-            rtol, atol = verdicts.tolerance(judging["tolerance"], case["dtype"], ops.dtype_name(e.dtype), call)
-            if a.dtype != e.dtype or verdicts.compare_close(a, e, rtol, atol):
+            if differs(a, e, judging, case["dtype"], call):
                 return False
         return True
 
@@ -118,12 +116,15 @@ def _device_facts(runner, case, target, judging):
             "default_stream_untouched": untouched, "switch_follows_the_stream": switched}
 
 
-def observe_streams(target, case, gates, judging):
+def observe_streams(target, case, gates, judging, differs):
     """The four P7 facts for the op of ``case`` (its first call) on
     ``target``, with the installer run first when the target has one (P7
     judges the path users get); results on a device are compared within the
-    catalog entry's tolerance (``judging``). Returns {facts..., "fast_path", "model":
-    "mock streams" | "device streams", "error"} or {"skipped": why}."""
+    catalog entry's tolerance (``judging``) by ``differs(actual, expected,
+    judging, dtype, call)`` (``flagprop.judging.verdicts.stream_output_differs``,
+    which the check table passes: the tolerance rules are the verdicts'). Returns
+    {facts..., "fast_path", "model": "mock streams" | "device streams",
+    "error"} or {"skipped": why}."""
     runner = ops.Runner(target, case["op"], gates)
     inst = runner.install()
     out = {"fast_path": "no installer" if not inst["present"] else "active" if inst["active"] else "inactive",
@@ -136,7 +137,7 @@ def observe_streams(target, case, gates, judging):
             out.update(_mock_facts(runner, case, target))
         elif device.type != "cpu" and hasattr(getattr(torch, device.type, None), "Stream"):
             out["model"] = "device streams"
-            out.update(_device_facts(runner, case, target, judging))
+            out.update(_device_facts(runner, case, target, judging, differs))
         else:
             return {"skipped": "P7 needs a device with streams or flagprop's mock FlagGems"}
     except Exception as e:

@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from . import hits, observe
-from ..engine import ops
+from . import hits
+from ..engine import observe, ops
 
 
 def _device_events(device):

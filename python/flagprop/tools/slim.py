@@ -912,10 +912,10 @@ def unpack(data):
 # Packed first when the code does not fit: the machinery that observes a case,
 # before the judgement a reader checks (flagprop.judging.checks, flagprop.judging.verdicts).
 PACK_ORDER = ("flagprop_mocks.libentry", "flagprop_mocks", "flagprop_mocks.spec", "flagprop.engine.launch",
-              "flagprop.engine.real_launch", "flagprop.observers.observe", "flagprop.engine.loader",
+              "flagprop.engine.real_launch", "flagprop.engine.observe", "flagprop.engine.loader",
               "flagprop.engine.session", "flagprop.observers.hits", "flagprop.observers.streams",
-              "flagprop.observers.timing", "flagprop.engine.ops", "flagprop.judging.verdicts", "flagprop.judging.checks",
-              "flagprop.engine", "flagprop.observers", "flagprop.judging", "flagprop")
+              "flagprop.observers.timing", "flagprop.engine.ops", "flagprop.engine.facts", "flagprop.judging.verdicts",
+              "flagprop.judging.checks", "flagprop.engine", "flagprop.observers", "flagprop.judging", "flagprop")
 
 
 def render(sliced, budget):

@@ -297,6 +297,15 @@ def components_after(before):
     return out
 
 
+def fast_path_installed(components):
+    """Whether something replaced the stock ``LibEntry.key`` and ``.run``
+    (``components`` as ``components_after`` gives them): then there is a
+    fast path for P3, P4 and P5 to compare with the stock one, whether or
+    not it was installed properly (P1's question, which
+    ``flagprop.judging.verdicts`` answers)."""
+    return all(components[c]["changed"] for c in ("key", "run"))
+
+
 def identities():
     """id() of each component's current object as a decimal string (a 64-bit
     address: JSON readers such as jq lose integers above 2**53), None when

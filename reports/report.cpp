@@ -127,12 +127,24 @@ json dbSummary(const json& targets) {
   return used ? db : json();
 }
 
-// {"targets", "target_errors", "results" (counts by status), "unexpected"}.
+// {"targets", "target_errors", "not_run", "cut_short", "results" (counts
+// by status), "unexpected"}: a target the run's --budget or an interruption
+// stopped before it started is not run (no target error); one stopped while
+// it ran is cut short.
 json summaryOf(const json& targets) {
   json counts = {{"pass", 0}, {"fail", 0}, {"flaky", 0}, {"skip", 0}, {"error", 0}};
   json unexpected = json::array();
-  int targetErrors = 0;
+  int targetErrors = 0, notRun = 0, cutShort = 0;
   for (const auto& t : targets) {
+    if (t.value("not_run", false)) {
+      ++notRun;
+      unexpected.push_back({{"target", t.value("name", "?")},
+                            {"property", nullptr},
+                            {"status", "not run"},
+                            {"reason", t.value("stopped", "")}});
+      continue;
+    }
+    if (t.contains("stopped")) ++cutShort;
     if (t.value("status", "") != "ok") {
       ++targetErrors;
       unexpected.push_back({{"target", t.value("name", "?")},
@@ -153,10 +165,22 @@ json summaryOf(const json& targets) {
       unexpected.push_back(u);
     }
   }
-  return {
-      {"targets", targets.size()}, {"target_errors", targetErrors}, {"results", counts}, {"unexpected", unexpected}};
+  return {{"targets", targets.size()}, {"target_errors", targetErrors}, {"not_run", notRun}, {"cut_short", cutShort},
+          {"results", counts},         {"unexpected", unexpected}};
 }
 
+}  // namespace
+
+namespace {
+// "stopped before every run ran (N target(s) not run, M cut short); ",
+// first in the verdict of a run its --budget or an interruption stopped;
+// "" for a run that ran everything.
+std::string stoppedNote(const json& summary) {
+  const int notRun = summary.value("not_run", 0), cut = summary.value("cut_short", 0);
+  if (notRun == 0 && cut == 0) return "";
+  return "stopped before every run ran (" + std::to_string(notRun) + " target(s) not run, " + std::to_string(cut) +
+         " cut short); ";
+}
 }  // namespace
 
 json mergeReport(const json& targetsIn, const json& runInfo) {
@@ -550,6 +574,9 @@ void header(std::ostringstream& md, const json& report) {
   const auto& s = report.at("summary");
   md << "- results: " << resultCounts(s) << "; target errors: " << s.value("target_errors", 0)
      << "; unexpected: " << s.at("unexpected").size() << "\n";
+  if (const std::string stopped = stoppedNote(s); !stopped.empty())
+    md << "- verdict: " << stopped.substr(0, stopped.size() - 2)
+       << ": the targets not run and the runs left are no pass (`--continue DIR` runs them)\n";
   // In words, for a reader who sees fail cells and not the manifests.
   const long failing = s.at("results").value("fail", 0L) + s.at("results").value("flaky", 0L);
   if (s.at("unexpected").empty() && s.value("target_errors", 0) == 0 && failing > 0)
@@ -834,6 +861,10 @@ std::string shownPath(const std::string& p) { return consolePath(p); }
 void printTargetResult(const json& t, const json& prov, size_t index, size_t count, double seconds, std::ostream& os,
                        size_t blocks, bool expectedToo) {
   os << "[" << index << "/" << count << "] " << t.value("name", "?");
+  if (t.value("not_run", false)) {
+    os << ": not run (" << t.value("stopped", std::string()) << ")\n";
+    return;
+  }
   if (t.value("status", "") != "ok") {
     os << ": target error: " << cell(t.value("error", ""), 400) << "\n";
   } else {
@@ -923,7 +954,10 @@ std::string junitXml(const json& t, const json& prov) {
     cases << "  <testcase name=\"target\" classname=\"" << name << "\" file=\"" << file << "\">\n    <error message=\""
           << xmlEscape(why) << "\">" << xmlEscape(why) << "</error>\n  </testcase>\n";
   };
-  if (t.value("status", "") != "ok") targetError(t.value("error", std::string("target error")));
+  if (t.value("status", "") != "ok")
+    targetError(t.value("error", std::string("target error")));
+  else if (t.contains("stopped"))  // cut short: the runs left are no pass
+    targetError("not every run ran: " + t.value("stopped", std::string()));
   for (const auto& r : resultRecords(t)) {
     if (r.key == "process") {
       targetError(r.reason);
@@ -983,7 +1017,7 @@ void printDatabaseLine(const json& s, std::ostream& os) {
 void printSummary(const json& report, std::ostream& os) {
   const auto& s = report.at("summary");
   const size_t unexpected = s.at("unexpected").size();
-  os << "\nverdict: "
+  os << "\nverdict: " << stoppedNote(s)
      << (unexpected ? std::to_string(unexpected) + " unexpected result(s)" : std::string("as expected"))
      << "; results: " << resultCounts(s) << "; target errors " << s.value("target_errors", 0) << "\n";
   bool stoppedOrCrashed = false;
@@ -1012,6 +1046,11 @@ void printSummary(const json& report, std::ostream& os) {
   for (const auto& t : report.at("targets")) {
     const std::string name = t.value("name", "?");
     os << std::left << std::setw(30) << (name.size() > 29 ? name.substr(0, 28) + "~" : name);
+    if (t.value("not_run", false)) {
+      os << " not run!\n";
+      failing.push_back(name + ": not run");
+      continue;
+    }
     if (t.value("status", "") != "ok") {
       os << " error! (target error: " << cell(t.value("error", ""), 60) << ")\n";
       failing.push_back(name + ": target error");

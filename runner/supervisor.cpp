@@ -181,10 +181,15 @@ class TargetProcesses {
                 {"status", "error"},
                 {"error", "stopped before the target wrote its document: " + why},
                 {"results", json::array()}};
+    bool wrote = false;
     try {
       json read = json::parse(readFile(out_));
-      if (takeDocumentMac(read, key_)) doc = read;
+      if ((wrote = takeDocumentMac(read, key_))) doc = read;
     } catch (const std::exception&) {
+    }
+    if (!wrote && !started) {  // nothing of it ran: not run, no target error
+      doc["error"] = "not run: " + why;
+      doc["not_run"] = true;
     }
     doc["stopped"] = why;
     if (!doc.contains("provenance")) doc["provenance"] = json::object();

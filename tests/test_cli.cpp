@@ -696,6 +696,23 @@ TEST(Cli, RunsStopCleanlyAndShardsKeepEveryProperty) {
   EXPECT_EQ(sh(fp + " run --seed 3 --budget 2 --report-dir " + dir.string(), &out), 1) << out;
   EXPECT_TRUE(fs::exists(dir / "report.md")) << out;
   EXPECT_NE(flagprop::readFile((dir / "report.json").string()).find("--budget of 2 s ran out"), std::string::npos);
+  // ... and says so first: the verdict line opens with it, the targets never
+  // started are "not run" (no target error), and the JUnit of a target cut
+  // short holds an error, so that no CI reads the run as green.
+  EXPECT_NE(out.find("\nverdict: stopped before every run ran ("), std::string::npos) << out;
+  EXPECT_NE(out.find(": not run (the run's --budget of 2 s ran out"), std::string::npos) << out;
+  EXPECT_EQ(out.find("target error: stopped before the target wrote its document"), std::string::npos) << out;
+  const json budgeted = load((dir / "report.json").string());
+  EXPECT_GT(budgeted.at("summary").value("not_run", 0) + budgeted.at("summary").value("cut_short", 0), 0);
+  for (const auto& t : budgeted.at("targets")) {
+    if (!t.contains("stopped") || t.value("not_run", false)) continue;
+    bool junitError = false;
+    for (const auto& e : fs::directory_iterator(dir / "junit"))
+      if (e.path().filename().string().find(t.value("name", std::string("?")) + ".xml") != std::string::npos)
+        junitError =
+            flagprop::readFile(e.path().string()).find("<error message=\"not every run ran") != std::string::npos;
+    EXPECT_TRUE(junitError) << "the JUnit of " << t.value("name", std::string()) << ", cut short, holds no error";
+  }
   // Ctrl-C (a terminal sends SIGINT to flagprop and to its whole process
   // group): sent once a case is in flight in the target process (its
   // in-flight record is written), so the target is surely running; the

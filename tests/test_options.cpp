@@ -119,5 +119,35 @@ TEST(Options, PlumbingIsNeitherInTheHelpNorTakenByRun) {
   EXPECT_EQ(parseCommandLine(argv("run", {"--quiet=1"}), flagWithValue), "--quiet takes no value");
 }
 
+// --continue DIR without --manifest or --seed continues DIR's own run: its
+// manifests and seed (the default targets with a new seed would match none
+// of its results, which were dropped without a word).
+TEST(Options, ContinueWithoutManifestsTakesTheContinuedRunsOwn) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "flagprop-options-continue";
+  std::filesystem::create_directories(dir);
+  const std::string manifest = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/well-behaved.json";
+  writeText((dir / "report.json").string(), json({{"schema", "flagprop.report/1"},
+                                                  {"targets", json::array()},
+                                                  {"provenance", {{"manifests", {manifest}}, {"seed", "4242"}}}})
+                                                .dump());
+  Cli cli;
+  ASSERT_EQ(parseCommandLine(argv("run", {"--continue", dir.string(), "--report-dir", (dir / "next").string()}), cli),
+            "");
+  EXPECT_EQ(cli.manifests, std::vector<std::string>{manifest});
+  EXPECT_EQ(cli.target.run.seed, 4242u);
+  Cli given;
+  ASSERT_EQ(parseCommandLine(argv("run", {"--continue", dir.string(), "--report-dir", (dir / "next").string(), "--seed",
+                                          "5", "--manifest", manifest}),
+                             given),
+            "");
+  EXPECT_EQ(given.target.run.seed, 5u) << "a --seed given wins";
+  writeText((dir / "report.json").string(), json({{"schema", "flagprop.report/1"}, {"targets", json::array()}}).dump());
+  Cli none;
+  EXPECT_NE(parseCommandLine(argv("run", {"--continue", dir.string(), "--report-dir", (dir / "next").string()}), none)
+                .find("its report names no manifests"),
+            std::string::npos);
+  removeTree(dir.string());
+}
+
 }  // namespace
 }  // namespace flagprop

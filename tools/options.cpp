@@ -56,6 +56,19 @@ std::function<std::string(Cli&, const std::string&)> targetOnly(
 
 void add(std::vector<std::string>& a, std::initializer_list<std::string> more) { a.insert(a.end(), more); }
 
+std::string applyManifest(Cli& cli, const std::string& v) {
+  std::error_code ec;
+  if (fs::is_directory(v, ec)) return "--manifest " + v + ": a folder, not a manifest file";
+  try {  // the reason readFile gives: no such file, a FIFO or device, a symbolic link loop
+    readFile(v, 0);
+  } catch (const FileError& e) {
+    const std::string what = e.what();
+    if (what.find("is larger than") == std::string::npos) return "--manifest " + what;
+  }
+  cli.manifests.push_back(v);
+  return "";
+}
+
 // --continue DIR: the target documents of DIR/report.json by name, or the
 // usage error (no such report, not a report).
 std::string readContinued(Cli& cli, const std::string& dir) {
@@ -75,19 +88,27 @@ std::string readContinued(Cli& cli, const std::string& dir) {
     if (t.is_object() && t.contains("name") && t.at("name").is_string() && t.value("results", json()).is_array())
       cli.continued.push_back(t);
   cli.continuedFrom = fs::absolute(dir).lexically_normal().string();
+  const json prov = report.value("provenance", json::object());
+  for (const auto& m : prov.value("manifests", json::array()))
+    if (m.is_string()) cli.continuedManifests.push_back(m.get<std::string>());
+  unsigned long long seed = 0;
+  if (prov.value("seed", json()).is_string() && number(prov.at("seed").get<std::string>(), seed))
+    cli.continuedSeed = seed;
   return "";
 }
 
-std::string applyManifest(Cli& cli, const std::string& v) {
-  std::error_code ec;
-  if (fs::is_directory(v, ec)) return "--manifest " + v + ": a folder, not a manifest file";
-  try {  // the reason readFile gives: no such file, a FIFO or device, a symbolic link loop
-    readFile(v, 0);
-  } catch (const FileError& e) {
-    const std::string what = e.what();
-    if (what.find("is larger than") == std::string::npos) return "--manifest " + what;
+// --continue without --manifest / --seed: the continued run's own, so that
+// its results are kept (the default targets with a new seed would match
+// none of them); "" or why not.
+std::string takeContinuedRun(Cli& cli) {
+  if (cli.manifests.empty()) {
+    if (cli.continuedManifests.empty())
+      return "--continue " + cli.continuedFrom + ": its report names no manifests; give them with --manifest";
+    for (const auto& m : cli.continuedManifests)
+      if (const std::string why = applyManifest(cli, m); !why.empty())
+        return "--continue " + cli.continuedFrom + ": the manifest of that run is gone (" + why + ")";
   }
-  cli.manifests.push_back(v);
+  if (cli.target.run.seed == 0) cli.target.run.seed = cli.continuedSeed;
   return "";
 }
 
@@ -436,6 +457,7 @@ std::string checkTogether(Cli& cli) {
       return "--continue " + cli.continuedFrom +
              ": write the continued report into another folder (--report-dir); this one's reproducers are "
              "copied from it";
+    if (const std::string why = takeContinuedRun(cli); !why.empty()) return why;
   }
   if (cli.target.run.reproduce.empty()) return "";
   const auto keys = reproduceKeys(cli.target.run.reproduce);  // replay only what the string holds, and all of it

@@ -9,6 +9,7 @@
 #include "runner/runner.h"
 #include "runner/supervisor.h"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ struct Cli {
   std::string db;                           ///< --db / --no-db (""): the example database
   std::string continuedFrom;                ///< --continue: the earlier report's folder (absolute)
   nlohmann::json continued;                 ///< --continue: its target documents
+  /// --continue: the manifests and seed of the run continued (its
+  /// provenance), taken where --manifest / --seed are not given.
+  std::vector<std::string> continuedManifests;
+  uint64_t continuedSeed = 0;
   Cli();
 };
 

@@ -11,6 +11,7 @@ add_test(NAME schema_report
           --keep ${CMAKE_CURRENT_BINARY_DIR}/schema-report --
           --manifest ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/targets/r5-silent-skip.json
           --manifest ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/targets/ops-two-faults.json
+          --manifest ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/targets/ops-flaky.json
           --cases 20)
 set_tests_properties(schema_manifests PROPERTIES LABELS cpu-unit TIMEOUT 600)
 set_tests_properties(schema_report PROPERTIES LABELS cpu-e2e TIMEOUT 600)

@@ -53,6 +53,8 @@ const char* kModules[] = {"flagprop_mocks",
                           "flagprop.engine.opinfo"};
 }  // namespace
 
+std::vector<std::string> importedModules() { return {std::begin(kModules), std::end(kModules)}; }
+
 std::vector<std::string> pythonFolders() {
   const std::string src = dataRoot();
   const std::string list = envOr("FLAGPROP_PYTHONPATH", src + "/python:" + src + "/mocks");

@@ -25,6 +25,10 @@ void ensureInterpreter();
 /// The folders flagprop puts on `sys.path` (absolute paths).
 std::vector<std::string> pythonFolders();
 
+/// Every flagprop module the interpreter imports before any case (so that
+/// the sandbox watches them), in import order.
+std::vector<std::string> importedModules();
+
 /// Directory that holds flagprop's fixtures (installers, ops, target
 /// manifests): `fixtures/`, or $FLAGPROP_FIXTURES.
 std::string fixturesDir();

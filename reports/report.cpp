@@ -249,30 +249,6 @@ std::vector<const PropertyDef*> opColumns(const std::vector<ResultRecord>& resul
   return out;
 }
 
-// What a P5 run says of the fast path: the classes of the cases that held,
-// or the failing case's own; for P8 the hit counts.
-std::string fastPathCell(const std::string& id, const json& o) {
-  if (id == "P9" && o.contains("timing") && o.at("timing").contains("summary") &&
-      o.at("timing").at("summary").value("host", json()).is_object()) {
-    const json& h = o.at("timing").at("summary").at("host");
-    return "host B/A " + fixed(h.value("ratio_b_over_a", 0.0), 3) + " [" +
-           fixed(h.at("ratio_ci95").at(0).get<double>(), 3) + ", " + fixed(h.at("ratio_ci95").at(1).get<double>(), 3) +
-           "]";
-  }
-  if (id == "P8" && o.contains("hits"))
-    return o.at("hits").value("fast_runs", 0) == 0 && o.at("hits").value("runs", 0) == 0
-               ? "no LibEntry launches"
-               : "fast runs " + std::to_string(o.at("hits").value("fast_runs", 0)) + " of " +
-                     std::to_string(o.at("hits").value("runs", 0));
-  std::string cell;
-  if (o.contains("distribution"))
-    for (const auto& d : o.at("distribution"))
-      cell += (cell.empty() ? "" : "; ") + d.value("class", "") + " " + std::to_string(d.value("cases", 0));
-  else if (o.contains("fast_path"))
-    cell = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
-  return cell;
-}
-
 // P9's measurements: one line each, with its plot.
 void timingSection(std::ostringstream& md, const json& report, const std::vector<ResultRecord>& results) {
   bool any = false;
@@ -512,9 +488,8 @@ void opTable(std::ostringstream& md, const json& t, const std::vector<ResultReco
       if (!resultExpected(t, r)) md << " (expected " << expectedStatusOf(t, r) << ")";
       if (note.empty() && r.status != "pass") note = c->id + ": " + r.reason;
       if (stats.is_null() && o.contains("stats")) stats = o.at("stats");
-      const std::string f = fastPathCell(c->id, o);
-      if (!f.empty() && (c->id == "P5" || c->id == "P8" || c->id == "P9"))
-        fastPath += (fastPath.empty() ? "" : "; ") + f;
+      const std::string f = c->fastPathCell ? c->fastPathCell(o) : std::string();
+      if (!f.empty()) fastPath += (fastPath.empty() ? "" : "; ") + f;
     }
     md << " | " << cases << " | " << cell(fastPath.empty() ? "-" : fastPath, 100);
     if (stats.is_null()) {

@@ -5,16 +5,60 @@
 #include "suites/op_properties.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <regex>
+#include <set>
+#include <stdexcept>
 
 namespace flagprop {
 
 namespace {
-// An installer property: run once per target on its installer.
+
+std::string digits(double v, int n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", n, v);
+  return buf;
+}
+
+// The fast-path cells (report.md's column): P5's classes of the cases that
+// held, or the failing case's own.
+std::string distributionCell(const json& o) {
+  std::string cell;
+  if (o.contains("distribution"))
+    for (const auto& d : o.at("distribution"))
+      cell += (cell.empty() ? "" : "; ") + d.value("class", "") + " " + std::to_string(d.value("cases", 0));
+  else if (o.contains("fast_path"))
+    cell = o.value("fast_path", "") + " (" + o.value("patched_vs_unpatched", "") + ")";
+  return cell;
+}
+
+// P8: the hit counts.
+std::string hitsCell(const json& o) {
+  if (!o.contains("hits")) return distributionCell(o);
+  const json& h = o.at("hits");
+  if (h.value("fast_runs", 0) == 0 && h.value("runs", 0) == 0) return "no LibEntry launches";
+  return "fast runs " + std::to_string(h.value("fast_runs", 0)) + " of " + std::to_string(h.value("runs", 0));
+}
+
+// P9: host time patch off over on, with its 95% CI.
+std::string timingCell(const json& o) {
+  if (!o.contains("timing") || !o.at("timing").contains("summary") ||
+      !o.at("timing").at("summary").value("host", json()).is_object())
+    return distributionCell(o);
+  const json& h = o.at("timing").at("summary").at("host");
+  return "host B/A " + digits(h.value("ratio_b_over_a", 0.0), 3) + " [" +
+         digits(h.at("ratio_ci95").at(0).get<double>(), 3) + ", " + digits(h.at("ratio_ci95").at(1).get<double>(), 3) +
+         "]";
+}
+
+// An installer property: run once per target on its installer; its
+// observer is flagprop.engine.observe (the installer's calls).
 PropertyDef installer(std::string id, std::string title, std::string kind, std::string holds, InstallerCases cases,
                       bool probesFastPath = false) {
   PropertyDef d{std::move(id), std::move(title), std::move(kind), PropertyDef::Scope::Installer, std::move(holds)};
   d.installerCases = cases;
   d.probesFastPath = probesFastPath;
+  d.observer = "flagprop.engine.observe";
   return d;
 }
 
@@ -22,41 +66,67 @@ PropertyDef installer(std::string id, std::string title, std::string kind, std::
 // a manifest lists no properties; `cases`: per run when --cases does not
 // say (0: the target's op_cases).
 PropertyDef op(std::string id, std::string title, std::string kind, std::string holds, OpRunBuilder build,
-               bool byDefault = true, int cases = 0) {
+               std::string observer, bool byDefault = true, int cases = 0, std::string (*cell)(const json&) = nullptr) {
   PropertyDef d{std::move(id), std::move(title), std::move(kind), PropertyDef::Scope::Op, std::move(holds), byDefault,
                 cases};
   d.opRun = build;
   d.reportsExcluded = build == &judgedOpRun;
+  d.observer = std::move(observer);
+  d.fastPathCell = cell;
   return d;
 }
 }  // namespace
 
+std::string registryProblem(const std::vector<PropertyDef>& defs) {
+  static const std::regex id("P([1-9][0-9]*)");
+  int last = 0;
+  for (const auto& d : defs) {
+    std::smatch m;
+    if (!std::regex_match(d.id, m, id)) return "property id '" + d.id + "' is not P<n>";
+    const int n = std::stoi(m[1]);
+    if (n <= last) return d.id + " is out of order or given twice";
+    last = n;
+    if (d.title.empty() || d.holds.empty() || d.checkKind.empty() || d.observer.empty())
+      return d.id + " lacks a title, a statement, a check kind or an observer";
+    if (d.scope == PropertyDef::Scope::Installer && !d.installerCases)
+      return d.id + " is an installer property without installerCases";
+    if (d.scope == PropertyDef::Scope::Op && !d.opRun) return d.id + " is an op property without opRun";
+  }
+  return "";
+}
+
 const std::vector<PropertyDef>& properties() {
-  static const std::vector<PropertyDef> defs = {
-      installer("P1", "install status", "install",
-                "after the installer returns, every component it has is active or reported skipped", installCases),
-      installer("P2", "idempotence", "install2",
-                "a second install changes nothing, wraps nothing twice and reports a skip again", installCases),
-      installer("P3", "stock fallback", "launch",
-                "launches the fast path cannot express reach the stock run and give its result", launchCases, true),
-      installer("P4", "key equivalence", "key", "the fast key, descriptor helper and memos answer as the stock ones do",
-                keyCases, true),
-      op("P5", "numerics", "op",
-         "the device result matches the reference within tolerance (the same call with FlagGems off where the target "
-         "has a control, else CPU ATen); patched equals unpatched bitwise",
-         judgedOpRun),
-      op("P6", "aliasing and metadata", "op",
-         "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged", judgedOpRun),
-      op("P7", "stream semantics", "streams",
-         "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
-         checkedOpRun, false, 5),
-      op("P8", "fast-path hits", "hits",
-         "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", hitsOpRun,
-         false),
-      op("P9", "A/B timing", "timing",
-         "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", timingOpRun,
-         false, 1),
-  };
+  static const std::vector<PropertyDef> defs = [] {
+    std::vector<PropertyDef> d = {
+        installer("P1", "install status", "install",
+                  "after the installer returns, every component it has is active or reported skipped", installCases),
+        installer("P2", "idempotence", "install2",
+                  "a second install changes nothing, wraps nothing twice and reports a skip again", installCases),
+        installer("P3", "stock fallback", "launch",
+                  "launches the fast path cannot express reach the stock run and give its result", launchCases, true),
+        installer("P4", "key equivalence", "key",
+                  "the fast key, descriptor helper and memos answer as the stock ones do", keyCases, true),
+        op("P5", "numerics", "op",
+           "the device result matches the reference within tolerance (the same call with FlagGems off where the target "
+           "has a control, else CPU ATen); patched equals unpatched bitwise",
+           judgedOpRun, "flagprop.engine.ops", true, 0, distributionCell),
+        op("P6", "aliasing and metadata", "op",
+           "outputs have ATen's dtype, shape and device in fresh storage; inputs stay unchanged", judgedOpRun,
+           "flagprop.engine.ops"),
+        op("P7", "stream semantics", "streams",
+           "under a non-default current stream the op's work is ordered on it, done when it is, and follows a switch",
+           checkedOpRun, "flagprop.observers.streams", false, 5),
+        op("P8", "fast-path hits", "hits",
+           "after warm-up, an installed fast path takes the op's LibEntry launches (counted per kernel)", hitsOpRun,
+           "flagprop.observers.hits", false, 0, hitsCell),
+        op("P9", "A/B timing", "timing",
+           "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", timingOpRun,
+           "flagprop.observers.timing", false, 1, timingCell),
+    };
+    if (const std::string why = registryProblem(d); !why.empty())
+      throw std::logic_error("flagprop's property registry: " + why);
+    return d;
+  }();
   return defs;
 }
 
@@ -74,6 +144,7 @@ json propertiesJson() {
                    {"statement", d.holds},
                    {"check", d.checkKind},
                    {"scope", d.scope == PropertyDef::Scope::Op ? "op" : "installer"},
+                   {"observer", d.observer},
                    {"by_default", d.byDefault}});
   return out;
 }

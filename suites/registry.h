@@ -54,7 +54,21 @@ struct PropertyDef {
   /// Scope::Op: an op flagprop excludes gets a skip result with the reason
   /// for this property (P5, P6), so that the coverage counts every op.
   bool reportsExcluded = false;
+  /// The Python module whose functions observe its cases (what
+  /// flagprop.judging.checks' kind runs); one of the modules imported before
+  /// any case (core/python.h importedModules()), and named in
+  /// flagprop.tools.slim's PACK_ORDER so that a reproducer can pack it.
+  std::string observer;
+  /// Its cell in report.md's "fast path" column, from a result's
+  /// observations ("" when they say nothing of it); nullptr: it has none.
+  std::string (*fastPathCell)(const nlohmann::json& observations) = nullptr;
 };
+
+/// Why `defs` is not a valid registry, or "": ids "P<n>" unique and in
+/// order, a title, a statement, a check kind, an observer module, and what
+/// its scope needs (Installer: installerCases; Op: opRun). properties()
+/// throws std::logic_error with it.
+std::string registryProblem(const std::vector<PropertyDef>& defs);
 
 /// Every property, in order.
 const std::vector<PropertyDef>& properties();

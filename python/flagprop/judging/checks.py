@@ -97,6 +97,12 @@ def tampered(op=None):
     return ""
 
 
+# The kinds ``observe`` and ``judge`` take, one per branch of their chains;
+# every check kind of flagprop's property registry (suites/registry.cpp) is
+# one of them (tests/test_registry.cpp).
+KINDS = ("install", "install2", "launch", "key", "op", "hits", "streams", "timing")
+
+
 def _gates_open(target, gates):
     return verdicts.gates_open(gates, target["gate_builds"])
 

@@ -131,7 +131,7 @@ PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, con
 }
 
 // Whether a message says the device context is gone for this process
-// (flagprop.judging.verdicts.DEVICE_LOST reads the same list).
+// (flagprop.engine.facts.DEVICE_LOST reads the same list).
 bool deviceLostText(const std::string& s) {
   for (const char* k : {"illegal memory access", "CUDA error", "HIP error", "hipError", "AcceleratorError",
                         "device-side assert", "unspecified launch failure"})

@@ -1,7 +1,7 @@
 """flagprop's Python subpackages depend one way: a module imports only from
 its own subpackage and the ones below it. The order (lowest first):
 engine, observers, judging, reporting, tools (docs/design.md, "Layers";
-tests/test_layers.cpp checks the C++ side the same way). Every import
+tests/unit/test_layers.cpp checks the C++ side the same way). Every import
 counts: at module level or inside a function, ``import a.b`` or ``from .x
 import y``, relative or absolute.
 

@@ -235,6 +235,16 @@ const OpEntry* opIn(const std::string& name, const std::string& dtype, bool sche
   return s && holds(s->dtypes, dtype) ? s : nullptr;
 }
 
+std::vector<std::string> defaultDtypesOf(const std::string& name) {
+  std::vector<std::string> out;
+  for (const OpEntry* e : {findOp(name), static_cast<const OpEntry*>(derived(name).entry.get())}) {
+    if (!e) continue;
+    for (const auto& d : e->defaultDtypes.empty() ? e->dtypes : e->defaultDtypes)
+      if (!holds(out, d)) out.push_back(d);
+  }
+  return out;
+}
+
 std::string whyNotIn(const std::string& name, const std::string& dtype, bool schemaFallback) {
   if (opIn(name, dtype, schemaFallback)) return "";
   const OpEntry* e = findOp(name);

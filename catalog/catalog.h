@@ -124,6 +124,13 @@ const OpEntry* findOp(const std::string& name);
 /// ATen takes (`log` on int32); nullptr when neither does.
 const OpEntry* opIn(const std::string& name, const std::string& dtype, bool schemaFallback);
 
+/// The dtypes `name` runs in when a target names none: the hand-written
+/// entry's defaults, then the schema-derived entry's (float32, float16,
+/// bfloat16, int32, int64, bool) that it lacks, so that a hand-written
+/// entry never narrows what ATen takes (`log` runs int32 and int64 too);
+/// empty when neither entry exists.
+std::vector<std::string> defaultDtypesOf(const std::string& name);
+
 /// Why opIn(name, dtype, fallback) is nullptr, one line naming the dtypes
 /// flagprop runs `name` in ("" when it is not).
 std::string whyNotIn(const std::string& name, const std::string& dtype, bool schemaFallback);

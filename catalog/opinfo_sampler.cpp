@@ -42,7 +42,34 @@ void validate(const json& s) {
   }
 }
 
+// The call of recorded sample `s` in a run of `sc.dtype`.
+rc::Gen<OpCall> sampleCall(const json& s, const SampleContext& sc) {
+  std::vector<rc::Gen<TensorLayout>> gens;
+  for (const auto& t : s.at("tensors")) gens.push_back(tensorGen(t, sc.dtype, sc.lim));
+  json args = s.value("args", json::array()), kwargs = s.value("kwargs", json::object());
+  return rc::gen::exec([gens, args, kwargs]() {
+    OpCall c;
+    for (const auto& g : gens) c.tensors.push_back(*g);
+    c.args = args;
+    c.kwargs = kwargs;
+    return c;
+  });
+}
+
 }  // namespace
+
+Sampler opinfoSampleAt(std::shared_ptr<const json> samples, size_t k) {
+  if (!samples || !samples->is_array() || k >= samples->size())
+    throw std::invalid_argument("no OpInfo sample " + std::to_string(k));
+  validate(samples->at(k));
+  return [samples, k](const SampleContext& sc) -> rc::Gen<OpCall> {
+    const json& s = samples->at(k);
+    if (!fits(s, sc.lim.maxElements))
+      throw std::invalid_argument("OpInfo sample " + std::to_string(k) + " does not fit within " +
+                                  std::to_string(sc.lim.maxElements) + " elements");
+    return sampleCall(s, sc);
+  };
+}
 
 size_t fittingSamples(const json& samples, int64_t maxElements) {
   size_t n = 0;
@@ -59,19 +86,8 @@ Sampler opinfoSampler(std::shared_ptr<const json> samples) {
       if (fits(s, sc.lim.maxElements)) fit.push_back(&s);
     if (fit.empty())
       throw std::invalid_argument("no OpInfo sample fits within " + std::to_string(sc.lim.maxElements) + " elements");
-    return rc::gen::mapcat(rc::gen::inRange<size_t>(0, fit.size()), [fit, sc](size_t k) {
-      const json& s = *fit[k];
-      std::vector<rc::Gen<TensorLayout>> gens;
-      for (const auto& t : s.at("tensors")) gens.push_back(tensorGen(t, sc.dtype, sc.lim));
-      json args = s.value("args", json::array()), kwargs = s.value("kwargs", json::object());
-      return rc::gen::exec([gens, args, kwargs]() {
-        OpCall c;
-        for (const auto& g : gens) c.tensors.push_back(*g);
-        c.args = args;
-        c.kwargs = kwargs;
-        return c;
-      });
-    });
+    return rc::gen::mapcat(rc::gen::inRange<size_t>(0, fit.size()),
+                           [fit, sc](size_t k) { return sampleCall(*fit[k], sc); });
   };
 }
 

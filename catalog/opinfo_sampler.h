@@ -30,4 +30,10 @@ size_t fittingSamples(const json& samples, int64_t maxElements);
 /// fittingSamples) or one is malformed.
 Sampler opinfoSampler(std::shared_ptr<const json> samples);
 
+/// A sampler of the one recorded sample `k` of `samples` (its tensors'
+/// layouts drawn as opinfoSampler draws them). Throws std::invalid_argument
+/// when there is no such sample, or (when sampling) it does not fit within
+/// the limits' max elements.
+Sampler opinfoSampleAt(std::shared_ptr<const json> samples, size_t k);
+
 }  // namespace flagprop

@@ -105,7 +105,7 @@ Sampler binary(ValueSpec other, const ScalarSet* alphas) {
     return rc::gen::exec([ctx, other, withAlpha, a]() {
       OpCall c;
       const auto s = *gen::shape(0, 5, ctx.lim);
-      const auto o = *gen::broadcastableTo(s);
+      const auto o = *gen::broadcastableTo(s, ctx.lim);
       const bool swap = *gen::weighted<bool>({{3, false}, {1, true}});
       const json x = add(c, *gen::layout(swap ? o : s, ctx.dtype, ctx.lim));
       const json y = add(c, *gen::layout(swap ? s : o, ctx.dtype, ctx.lim, other));
@@ -121,9 +121,9 @@ Sampler where() {
     return rc::gen::exec([ctx]() {
       OpCall c;
       const auto s = *gen::shape(0, 5, ctx.lim);
-      const json cond = add(c, *gen::layout(*gen::broadcastableTo(s), "bool", ctx.lim));
-      const json x = add(c, *gen::layout(*gen::broadcastableTo(s), ctx.dtype, ctx.lim));
-      const json y = add(c, *gen::layout(*gen::broadcastableTo(s), ctx.dtype, ctx.lim));
+      const json cond = add(c, *gen::layout(*gen::broadcastableTo(s, ctx.lim), "bool", ctx.lim));
+      const json x = add(c, *gen::layout(*gen::broadcastableTo(s, ctx.lim), ctx.dtype, ctx.lim));
+      const json y = add(c, *gen::layout(*gen::broadcastableTo(s, ctx.lim), ctx.dtype, ctx.lim));
       c.args = json::array({cond, x, y});
       return c;
     });
@@ -136,7 +136,7 @@ Sampler maskedFill(ScalarSet scalars) {
       OpCall c;
       const auto s = *gen::shape(0, 5, ctx.lim);
       const json self = add(c, *gen::layout(s, ctx.dtype, ctx.lim));
-      const json mask = add(c, *gen::layout(*gen::broadcastableTo(s), "bool", ctx.lim));
+      const json mask = add(c, *gen::layout(*gen::broadcastableTo(s, ctx.lim), "bool", ctx.lim));
       c.args = json::array({self, mask, *scalarFor(scalars, ctx.dtype)});
       return c;
     });

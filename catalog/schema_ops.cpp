@@ -128,7 +128,9 @@ json plainTensor(Ctx& c, bool first, bool written) {
   std::vector<int64_t> shape = c.shape;
   // Backward ops do not check that a gradient has its input's shape.
   const bool sameShapes = contains(c.s.name, "backward");
-  if (!first && !sameShapes && *gen::weighted<bool>({{3, false}, {1, true}})) shape = *gen::broadcastableTo(c.shape);
+  const bool scalars = c.sc.lim.edge == "scalar-others";
+  if (!first && !sameShapes && (scalars || *gen::weighted<bool>({{3, false}, {1, true}})))
+    shape = *gen::broadcastableTo(c.shape, c.sc.lim);
   ValueSpec v;
   v.expand = !written;
   return addTensor(c, *gen::layout(shape, c.sc.dtype, c.sc.lim, v));
@@ -158,11 +160,18 @@ json indexTensor(Ctx& c) {
 
 json tensorArg(Ctx& c, const SchemaArg& a) {
   const bool first = !c.anyTensor;
+  if (first && c.sc.lim.edge == "scalar-first") {  // a 0-d bias or gradient of a reduced loss, the rest of rank >= 1
+    gen::LayoutLimits lim = c.sc.lim;
+    lim.edge.clear();
+    c.shape = *gen::shape(1, 4, lim);
+    c.anyTensor = true;
+    return addTensor(c, *gen::layout({}, c.sc.dtype, c.sc.lim));
+  }
   if (first) c.shape = *gen::shape(0, 4, c.sc.lim);
   c.anyTensor = true;
   if (!first && (a.name == "index" || a.name == "indices")) return indexTensor(c);
   if (!first && contains(a.name, "mask"))
-    return addTensor(c, *gen::layout(*gen::broadcastableTo(c.shape), "bool", c.sc.lim));
+    return addTensor(c, *gen::layout(*gen::broadcastableTo(c.shape, c.sc.lim), "bool", c.sc.lim));
   return plainTensor(c, first, a.written);
 }
 

@@ -116,7 +116,24 @@ struct LayoutLimits {
   /// specializations per kernel plus those of the free calls.
   int palette = 0;
   uint64_t paletteSeed = 0;  ///< the palette is a function of this seed, the op and the dtype
+  /// An explicit example's edge (the explicit phase, docs/design.md): what
+  /// every shape(), layout() and broadcastableTo() gives, whatever else is
+  /// drawn. "" none | "0d" (rank 0; a sampler that needs rank >= 1 discards
+  /// the sample) | "empty" (the last dim of size 0) | "ones" (every dim 1) |
+  /// "tail" (a last dim of 129 or 1000, not a power of 2) | "rows" (shape
+  /// [65537, 3]: more rows than one launch-grid dimension holds, the last
+  /// dim reduced or scanned) | "scalar-others" (the first tensor as drawn,
+  /// every later one 0-d) | "nonfinite" (NaN, inf, -inf and -0 in every
+  /// floating tensor) | "wide" (values past float32: integers above 2^24,
+  /// float64 beyond 3.4e38).
+  std::string edge;
+  /// "" any layout | "contiguous" | "noncontiguous" (permuted, sliced or offset).
+  std::string layoutForce;
 };
+
+/// The elements one explicit example of edge "rows" may have (its [65537, 3]
+/// shape), whatever the target's max_elements.
+constexpr int64_t kRowsEdgeElements = 65537 * 3;
 
 /// Shapes of rank minRank..maxRank from a small pool of sizes (0, 1, 2, 3, 4,
 /// 5, 8, 16, 17, 32, 64, 101, 128, 320), so that kernels specialised on sizes
@@ -134,6 +151,8 @@ rc::Gen<TensorLayout> layout(std::vector<int64_t> shape, std::string dtype, cons
 /// A shape that broadcasts to `shape`: some leading dims dropped, some dims
 /// set to 1.
 rc::Gen<std::vector<int64_t>> broadcastableTo(std::vector<int64_t> shape);
+/// The same under `lim`: 0-d where its edge is "scalar-others".
+rc::Gen<std::vector<int64_t>> broadcastableTo(std::vector<int64_t> shape, const LayoutLimits& lim);
 
 }  // namespace gen
 }  // namespace flagprop

@@ -173,6 +173,8 @@ struct Earlier {
   std::map<std::string, json> confirm;       // run key -> a crash to judge once more, in this fresh process
   std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
+  // "op/dtype" -> explicit examples CPU ATen died on: its runs go again without them
+  std::map<std::string, std::vector<std::string>> skipExamples;
 };
 
 // Sorts the results of `before` into `e`; the kept ones go into doc.results.
@@ -181,6 +183,17 @@ void sortEarlier(const json& before, Earlier& e, json& doc) {
     const ResultRecord rec = resultRecord(r);
     const Observations& obs = rec.observations;
     if (rec.key == "process") continue;
+    if (obs.crashIn == "reference" && obs.sampler.rfind("explicit:", 0) == 0) {
+      // CPU ATen died on an explicit example: the op's runs go again without
+      // explicit examples (an edge that kills it once would kill it again on
+      // the next), kept in the document for every later process.
+      doc["explicit_skipped"].push_back({{"op", rec.op},
+                                         {"dtype", rec.dtype},
+                                         {"example", obs.sampler.substr(9)},
+                                         {"crash", obs.crash.value_or("")}});
+      e.skipExamples[rec.op + "/" + rec.dtype] = {"*", obs.sampler.substr(9)};
+      continue;
+    }
     if (obs.crashIn == "reference" && obs.sampler.empty() && !obs.retried) {
       // CPU ATen died on a schema sample: the op's runs go again from the
       // fallback's valid samples (a second crash there is kept).
@@ -212,6 +225,8 @@ void sortEarlier(const json& before, Earlier& e, json& doc) {
 // retry from the fallback, a crash or a flaky result to confirm); whether
 // there was any.
 bool judgeAgain(PropertyRun& run, Earlier& e) {
+  if (const auto skip = e.skipExamples.find(run.op + "/" + run.dtype); skip != e.skipExamples.end())
+    run.skipExamples.insert(run.skipExamples.end(), skip->second.begin(), skip->second.end());
   if (const auto again = e.retry.find(run.op + "/" + run.dtype); again != e.retry.end() && run.fallback) {
     const std::string why = again->second;
     run.fallback->first = []() { return true; };
@@ -258,6 +273,10 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
            ") was changed by something other than flagprop (its MAC does not match)";
   if (before.contains("precompile")) doc["precompile"] = before.at("precompile");  // the first process's workers
   Earlier e;
+  for (const auto& x : before.value("explicit_skipped", json::array())) {  // from the processes before that one
+    doc["explicit_skipped"].push_back(x);
+    e.skipExamples[x.value("op", "") + "/" + x.value("dtype", "")] = {"*", x.value("example", "")};
+  }
   sortEarlier(before, e, doc);
   std::vector<PropertyRun> left;
   std::set<std::string> crashedBefore;  // "op/dtype" whose crashed run comes before the one at hand

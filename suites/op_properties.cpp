@@ -5,6 +5,7 @@
 #include "suites/op_properties.h"
 
 #include "catalog/catalog.h"
+#include "catalog/examples.h"
 #include "catalog/opinfo_sampler.h"
 #include "suites/registry.h"
 
@@ -29,6 +30,8 @@ struct OpRunState {
   // entry (its sampler over the samples) and its cases; later runs start there.
   std::shared_ptr<OpEntry> opinfoEntry;
   std::optional<rc::Gen<Case>> opinfoCases;
+  // The explicit examples of these cases (catalog/examples.h), built once.
+  std::optional<std::vector<PropertyRun::Example>> examples;
 };
 
 namespace {
@@ -89,6 +92,34 @@ struct OpStats {
 
 // The fallback of an op run to OpInfo's valid samples of the overload
 // (flagprop.engine.opinfo), shared through `state` by the runs of one op and dtype.
+gen::LayoutLimits limitsOf(const Target& t);
+
+// The explicit examples of `entry` in `dtype` (catalog/examples.h), with
+// OpInfo's samples of the overload where the bank has them; built once and
+// shared through `state` by the runs of one op and dtype (P6 judges P5's
+// observations of them).
+std::function<std::vector<PropertyRun::Example>()> explicitOf(TargetSession& s, const OpEntry& entry,
+                                                              const std::string& dtype,
+                                                              const std::shared_ptr<OpRunState>& state) {
+  TargetSession* sp = &s;
+  const OpEntry* e = &entry;
+  return [sp, e, dtype, state]() {
+    if (state->examples) return *state->examples;
+    const int most = sp->target().explicitCases;
+    std::shared_ptr<const json> opinfo;
+    if (most > 0) try {  // no bank (no OpInfo here, a failed build): the other examples
+        const json samples = compatibleSamples(sp->opinfoSamples(e->name).value("samples", json::array()), e->name);
+        if (!samples.empty()) opinfo = std::make_shared<const json>(samples);
+      } catch (const py::error_already_set&) {
+      }
+    std::vector<PropertyRun::Example> out;
+    for (auto& x : explicitExamples(*e, dtype, limitsOf(sp->target()), opinfo, most))
+      out.push_back({x.name, rc::gen::map(x.cases, [](const OpCase& c) { return Case{toJson(c)}; })});
+    state->examples = out;
+    return out;
+  };
+}
+
 PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, const std::string& dtype,
                                      const gen::LayoutLimits& lim, std::shared_ptr<OpRunState> state) {
   PropertyRun::Fallback f;
@@ -105,9 +136,12 @@ PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, con
       why = "the OpInfo bank failed: " + describe(ex);
       return std::nullopt;
     }
-    const json samples = got.value("samples", json::array());
+    const json all = got.value("samples", json::array());
+    const json samples = compatibleSamples(all, e->name);
     if (samples.empty()) {
-      why = got.value("why", std::string("no OpInfo samples"));
+      why = all.empty() ? got.value("why", std::string("no OpInfo samples"))
+                        : "none of OpInfo's " + std::to_string(all.size()) + " samples passes the types " + e->name +
+                              "'s schema names";
       return std::nullopt;
     }
     if (fittingSamples(samples, lim.maxElements) == 0) {
@@ -126,7 +160,8 @@ PropertyRun::Fallback opinfoFallback(TargetSession& s, const OpEntry& entry, con
     state->opinfoCases = rc::gen::map(opCases(*entryCopy, dtype, lim), [](const OpCase& c) { return Case{toJson(c)}; });
     return state->opinfoCases;
   };
-  f.first = [state]() { return state->opinfoCases.has_value(); };
+  // No run starts from the fallback because another did: P6 searches as P5
+  // did (its judgings come from P5's memo), so that the two end alike.
   return f;
 }
 
@@ -308,6 +343,7 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
                   const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& state) {
   PropertyRun run = baseRun(s, def, entry, dtype, cases);
   run.fallback = opinfoFallback(s, entry, dtype, limitsOf(s.target()), state);
+  run.examples = explicitOf(s, entry, dtype, state);
   auto stats = std::make_shared<OpStats>();
   const std::string key = def.id + "/" + entry.name + "/" + dtype;
   TargetSession* sp = &s;
@@ -371,8 +407,24 @@ PropertyRun timingOpRun(TargetSession& s, const PropertyDef& def, const OpEntry&
   return timingRun(s, def, entry, dtype, cases);
 }
 
-const OpEntry* targetEntry(const Target& t, const std::string& op, const std::string& dtype) {
-  return opIn(op, dtype, t.ops.kind == "aten");  // ATen's own kernels take what its schema does
+namespace {
+// What `entry` (op `name`) runs in when target `t` names no dtypes: every
+// dtype ATen takes by its schema, the hand-written entry's first
+// (defaultDtypesOf); the entry's own for an integral-only op and for a
+// module's ops (flagprop's models of the contract, written for those; a
+// module target that lists dtypes gets them all).
+std::vector<std::string> ownDtypesOf(const Target& t, const OpEntry& entry, const std::string& name) {
+  if (entry.judging.integerOnly || t.ops.kind == "module")
+    return entry.defaultDtypes.empty() ? entry.dtypes : entry.defaultDtypes;
+  return defaultDtypesOf(name);
+}
+}  // namespace
+
+const OpEntry* targetEntry(const Target&, const std::string& op, const std::string& dtype) {
+  // The op under test is an ATen overload, whatever implements it: it takes
+  // what ATen's schema does (a module's op too), where the hand-written
+  // entry runs fewer dtypes the schema-derived one runs the others.
+  return opIn(op, dtype, true);
 }
 
 std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const PropertyDef*>& defs,
@@ -388,14 +440,14 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
       continue;
     }
     const OpEntry& entry = *found;
-    const std::vector<std::string>& defaults = entry.defaultDtypes.empty() ? entry.dtypes : entry.defaultDtypes;
+    const std::vector<std::string> defaults = ownDtypesOf(t, entry, name);
     // An integral-only op is judged in its own dtypes when the target asks for
     // floating dtypes only (else it would silently not run at all).
     bool anyWanted = t.dtypes.empty();
     for (const auto& dtype : entry.dtypes)
       anyWanted |= std::find(t.dtypes.begin(), t.dtypes.end(), dtype) != t.dtypes.end();
     const bool ownDtypes = !anyWanted && entry.judging.integerOnly;
-    const bool fallback = t.ops.kind == "aten";  // ATen's own kernels take what its schema does
+    const bool fallback = true;  // see targetEntry
     for (const auto& dtype : t.dtypes.empty() || ownDtypes ? defaults : t.dtypes) {
       // Every dtype the target asks for ends as a result: run by the entry
       // that takes it, or a skip that says why none does.

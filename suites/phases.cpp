@@ -566,7 +566,7 @@ rc::detail::TestResult searchOnce(RunState& s) {
 
 std::variant<Found, PropertyOutcome> search(RunState& s) {
   if (!s.clock.start) s.clock.start = s.run.clockStart ? s.run.clockStart() : s.t0;
-  Found found{searchOnce(s), json()};
+  Found found{searchOnce(s), json(), s.md.id};
   found.shrink = s.shrink.take(s.shrinkBudget);
   const bool named = !s.run.dtype.empty();
   if (gaveUp(found.result) && s.tally.dtypeRefused() && named) return refused(s);
@@ -578,16 +578,115 @@ std::variant<Found, PropertyOutcome> search(RunState& s) {
   s.tally.last = {};
   s.tally.discards = {};
   s.tally.held = s.tally.dtypeRejected = s.tally.judgedHere = 0;
-  found = Found{searchOnce(s), json()};
+  found = Found{searchOnce(s), json(), s.md.id};
   found.shrink = s.shrink.take(s.shrinkBudget);
   if (gaveUp(found.result) && s.tally.dtypeRefused() && named) return refused(s);
   return found;
 }
 
+// ---- explicit examples ----
+
+namespace {
+
+// A seed of its own per example, the same for every run of these cases
+// (P5 and P6 judge one observation of each).
+uint64_t exampleSeed(uint64_t seed, const std::string& name) {
+  return seed ^ (std::hash<std::string>{}(name)*0x9e3779b97f4a7c15ull);
+}
+
+}  // namespace
+
+std::optional<Found> explicitExamples(RunState& s) {
+  if (!s.run.examples) return std::nullopt;
+  if (!s.clock.start) s.clock.start = s.run.clockStart ? s.run.clockStart() : s.t0;
+  auto examples = s.run.examples();
+  json crashed = json::array();
+  for (const auto& name : s.run.skipExamples) {
+    if (name == "*") {  // none at all
+      examples.clear();
+      continue;
+    }
+    crashed.push_back(name);
+    examples.erase(
+        std::remove_if(examples.begin(), examples.end(), [&](const PropertyRun::Example& x) { return x.name == name; }),
+        examples.end());
+  }
+  if (s.opts.explicitCases >= 0 && static_cast<int>(examples.size()) > s.opts.explicitCases)
+    examples.erase(examples.begin() + s.opts.explicitCases, examples.end());
+  const rc::Gen<Case> generator = s.generator;
+  const std::string id = s.md.id;
+  const auto params = s.params;
+  int held = 0, notApplicable = 0, judged = 0;
+  std::optional<Found> failed;
+  std::string failedName;
+  LastFailure first;  // the first failure's, which the settle phase records
+  for (const auto& ex : examples) {
+    if (s.runOver()) break;  // the run's --run-time: the search gets what is left, at least one case
+    ++judged;
+    s.generator = ex.cases;
+    s.md.id = s.out.key() + "|" + kExplicit + ex.name;
+    s.params.maxSuccess = 1;
+    s.params.maxDiscardRatio = 3;  // a sample the reference rejects: up to three more draws of the example
+    s.params.seed = exampleSeed(params.seed, ex.name);
+    const int before = s.tally.held;
+    Found found{searchOnce(s), json(), s.md.id};
+    found.shrink = s.shrink.take(s.shrinkBudget);
+    if (found.result.template is<rc::detail::FailureResult>() || found.result.template is<rc::detail::Error>()) {
+      for (const auto& k : s.tally.last.kinds) s.tally.known.insert(k.get<std::string>());
+      if (failed) {  // another kind: a distinct failure of its own
+        s.explicitMore.push_back({std::move(found), s.tally.last, ex.name});
+        continue;
+      }
+      failed = std::move(found);
+      failedName = ex.name;
+      first = s.tally.last;
+      if (first.kinds.empty()) break;  // nothing tells a further failure apart from it
+      continue;
+    }
+    if (s.tally.held > before)
+      ++held;
+    else
+      ++notApplicable;  // every draw discarded: the edge or value does not apply, or the reference rejects it
+  }
+  s.generator = generator;
+  s.md.id = id;
+  s.params = params;
+  if (failed) s.tally.last = first;
+  s.tally.judgedHere = 0;  // the search's own count: every run judges at least one generated case
+  json note = {{"examples", examples.size()}, {"judged", judged}, {"held", held}, {"not_applicable", notApplicable}};
+  if (failed) note["failed"] = failedName;
+  if (!crashed.empty()) note["reference_crashed"] = crashed;
+  s.out.observations["explicit"] = note;
+  return failed;
+}
+
+bool replayExample(RunState& s, std::string& why) {
+  const std::string prefix = s.out.key() + "|" + kExplicit;
+  for (const auto& [key, r] : s.replay) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    const std::string name = key.substr(prefix.size());
+    if (!s.run.examples) {
+      why = "the run has no explicit examples, the string replays example " + name;
+      return false;
+    }
+    for (const auto& ex : s.run.examples())
+      if (ex.name == name) {
+        s.generator = ex.cases;
+        s.md.id = key;
+        s.params.maxSuccess = 1;
+        s.params.seed = exampleSeed(s.params.seed, name);
+        return true;
+      }
+    why = "the run has no explicit example named " + name;
+    return false;
+  }
+  return false;
+}
+
 // ---- settle ----
 
 void record(RunState& s, const Found& found) {
-  fillOutcome(s.out, found.result, s.tally.last, s.tally.discards, s.md.id);
+  fillOutcome(s.out, found.result, s.tally.last, s.tally.discards, found.id.empty() ? s.md.id : found.id);
   if (s.tally.timeUp && gaveUp(found.result))
     noteRunTime(s.out, s.tally.held, s.params.maxSuccess, s.opts.runSeconds, s.tally.discards);
 }
@@ -635,11 +734,49 @@ void closeSearch(RunState& s) {
 
 // ---- distinct ----
 
+namespace {
+
+// One more distinct failure (RapidCheck's `result` under run key `id`, its
+// last failure `last`) settled as the first is: filled, its shrinking
+// noted, judged again; into `found`, or observations.flaky_distinct when a
+// replay passes. Whether it was a failure at all.
+bool takeDistinct(RunState& s, const rc::detail::TestResult& result, const json& shrink, const LastFailure& last,
+                  const std::string& id, json& found) {
+  PropertyOutcome extra = outcomeFor(s.run, "", "");
+  fillOutcome(extra, result, last, s.tally.discards, id);
+  noteShrink(extra, shrink);
+  if (extra.status != "fail" || last.kinds.empty()) return false;
+  // Judged again as the first failure is: one that passes any replay is
+  // flaky, kept apart from the distinct failures (and their reproducers).
+  confirmByReplays(s, extra, Case{last.caseJson}, s.sampler());
+  if (extra.status == "flaky") {
+    s.out.observations["flaky_distinct"].push_back(
+        {{"reason", extra.reason}, {"counterexample", extra.counterexample}});
+    return true;
+  }
+  found.push_back({{"reason", extra.reason},
+                   {"kinds", last.kinds},
+                   {"counterexample", extra.counterexample},
+                   {"reproduce", extra.reproduce},
+                   {"observations", extra.observations}});
+  return true;
+}
+
+}  // namespace
+
 void distinct(RunState& s) {
   PropertyOutcome& out = s.out;
   json found = json::array();
   const int most = s.opts.distinct > 0 ? std::min(s.run.distinct, s.opts.distinct) : s.run.distinct;
-  for (int k = 1; k < most && out.status == "fail"; ++k) {
+  int k = 1;
+  for (const auto& m : s.explicitMore) {  // the explicit examples' further failures first
+    if (k >= most || out.status != "fail") break;
+    if (takeDistinct(s, m.found.result, m.found.shrink, m.last, m.found.id, found)) {
+      found.back()["observations"]["explicit"] = {{"failed", m.example}};
+      ++k;
+    }
+  }
+  for (; k < most && out.status == "fail"; ++k) {
     if (s.tally.last.kinds.empty()) break;
     if (s.runOver()) {  // no time left for another search
       out.observations["run_time"] = {{"limit_s", s.opts.runSeconds}, {"distinct_search", "not started"}};
@@ -649,23 +786,8 @@ void distinct(RunState& s) {
     s.tally.last = {};
     s.params.seed = s.params.seed * 6364136223846793005ull + 1442695040888963407ull;
     const auto again = searchOnce(s);
-    PropertyOutcome extra = outcomeFor(s.run, "", "");
-    fillOutcome(extra, again, s.tally.last, s.tally.discards, s.md.id);
-    noteShrink(extra, s.shrink.take(s.shrinkBudget));
-    if (extra.status != "fail" || s.tally.last.kinds.empty()) break;
-    // Judged again as the first failure is: one that passes any replay is
-    // flaky, kept apart from the distinct failures (and their reproducers).
-    confirmByReplays(s, extra, Case{s.tally.last.caseJson}, s.sampler());
-    if (extra.status == "flaky") {
-      out.observations["flaky_distinct"].push_back(
-          {{"reason", extra.reason}, {"counterexample", extra.counterexample}});
-      continue;
-    }
-    found.push_back({{"reason", extra.reason},
-                     {"kinds", s.tally.last.kinds},
-                     {"counterexample", extra.counterexample},
-                     {"reproduce", extra.reproduce},
-                     {"observations", extra.observations}});
+    const json shrink = s.shrink.take(s.shrinkBudget);
+    if (!takeDistinct(s, again, shrink, s.tally.last, s.md.id, found)) break;
   }
   if (found.empty()) return;
   out.observations["distinct_failures"] = found;

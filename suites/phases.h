@@ -131,6 +131,10 @@ struct SearchTally {
   bool dtypeRefused() const;
 };
 
+/// A further failure an explicit example found, of kinds the first did not
+/// have: settled by the distinct phase before it searches for more.
+struct MoreFailure;
+
 /// One property run's state, which its phases share.
 struct RunState {
   /// `replay` is the decoded reproduce string (empty on a search).
@@ -152,6 +156,7 @@ struct RunState {
   const int shrinkBudget;  ///< s; -1: none (always on a replay)
   RunClock clock;
   SearchTally tally;
+  std::vector<MoreFailure> explicitMore;  ///< explicitExamples' further failures
 
   /// Judges `c` once with the in-flight record around it (`again`: through
   /// PropertyRun::judgeAgain). Never throws: an exception is a CaseFailure.
@@ -204,11 +209,36 @@ void judgeGenerated(RunState& s);
 rc::detail::TestResult searchOnce(RunState& s);
 
 /// What the search phase found: RapidCheck's result and the shrinking of
-/// its failure (ShrinkClock::take).
+/// its failure (ShrinkClock::take), and the run key it searched under
+/// (md.id: "KEY", "KEY|opinfo", "KEY|explicit:NAME").
 struct Found {
   rc::detail::TestResult result;
   json shrink;
+  std::string id;
 };
+
+struct MoreFailure {
+  Found found;
+  LastFailure last;
+  std::string example;  ///< the explicit example's name
+};
+
+/// The prefix of an explicit example's source in a run key: "KEY|explicit:NAME".
+constexpr const char* kExplicit = "explicit:";
+
+/// Explicit: every explicit example of the run (PropertyRun::examples),
+/// each judged once before the search, under the run's clock; the first
+/// that fails is returned, shrunk (its `id` names it), and the examples
+/// after it are still judged, a failure of other kinds kept in
+/// s.explicitMore for the distinct phase. Sets
+/// out.observations.explicit = {"examples", "held", "not_applicable",
+/// "failed"?}; the search's own generator and run key are put back.
+std::optional<Found> explicitExamples(RunState& s);
+
+/// Replay: the explicit example a reproduce string names ("KEY|explicit:NAME"),
+/// drawn from (generator and run key); false when it names none or the run
+/// has no such example (`why` says which).
+bool replayExample(RunState& s, std::string& why);
 
 /// Search: generation, falling back to PropertyRun::fallback when the
 /// generator gives up. Either what was found, or an outcome that ends the

@@ -89,7 +89,9 @@ PropertyOutcome replayProperty(const PropertyRun& run, const RunOptions& opts) {
     return outcomeFor(run, "error", std::string("malformed reproduce string: ") + e.what());
   }
   const std::string key = outcomeFor(run, "", "").key();
-  if (!replay.count(key) && !(run.fallback && replay.count(key + "|" + run.fallback->name))) {
+  bool anExample = false;
+  for (const auto& kv : replay) anExample |= kv.first.rfind(key + "|" + phases::kExplicit, 0) == 0;
+  if (!replay.count(key) && !(run.fallback && replay.count(key + "|" + run.fallback->name)) && !anExample) {
     PropertyOutcome out =
         outcomeFor(run, "skip", "not replayed: the reproduce string holds no counterexample for " + key);
     out.observations["replayed"] = false;
@@ -97,6 +99,8 @@ PropertyOutcome replayProperty(const PropertyRun& run, const RunOptions& opts) {
   }
   phases::RunState s(run, opts, std::move(replay));
   if (auto early = phases::pickSource(s)) return *early;
+  std::string why;
+  if (anExample && !phases::replayExample(s, why)) return outcomeFor(run, "error", "cannot replay: " + why);
   auto searched = phases::search(s);
   if (auto* ended = std::get_if<PropertyOutcome>(&searched)) return *ended;
   phases::record(s, std::get<phases::Found>(searched));
@@ -119,7 +123,9 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (auto done = phases::confirmFresh(s)) return *done;  // a flaky result of an earlier process
   json db = json::object();
   if (auto done = phases::reuse(s, db)) return *done;  // the example database
-  auto searched = phases::search(s);                   // generation, shrinking inside RapidCheck
+  // The explicit examples, then (none failing) generation; shrinking is inside RapidCheck.
+  const std::optional<phases::Found> byExample = phases::explicitExamples(s);
+  auto searched = byExample ? std::variant<phases::Found, PropertyOutcome>(*byExample) : phases::search(s);
   if (auto* ended = std::get_if<PropertyOutcome>(&searched)) return *ended;
   const phases::Found& found = std::get<phases::Found>(searched);
   phases::record(s, found);
@@ -128,6 +134,8 @@ PropertyOutcome runProperty(const PropertyRun& run, const RunOptions& opts) {
   if (s.out.status == "fail" && !s.tally.last.caseJson.is_null())
     phases::confirmByReplays(s, s.out, Case{s.tally.last.caseJson}, s.sampler());
   phases::closeSearch(s);
+  if (byExample && (s.out.status == "fail" || s.out.status == "flaky" || s.out.status == "error"))
+    s.out.reason += "; found by the explicit example " + s.out.observations["explicit"].value("failed", std::string());
   phases::distinct(s);
   s.out.observations["seed"] = std::to_string(s.seed);
   return s.finish();

@@ -79,6 +79,10 @@ struct RunOptions {
   /// every overload that wants each one's verdict before any second failure
   /// (on a GPU each further search draws new shapes, which compile).
   int distinct = 0;
+  /// At most this many of a run's explicit examples (PropertyRun::examples);
+  /// -1, the default: every one the run has (its target's explicit_cases);
+  /// 0: none.
+  int explicitCases = -1;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).
@@ -169,6 +173,22 @@ struct PropertyRun {
   /// normal failure is a fail; a pass makes the run flaky (failed 1 of 2).
   /// Null: none.
   json confirmCrash;
+  /// An explicit example (Hypothesis's `@example`): a named case judged
+  /// before any generated one.
+  struct Example {
+    std::string name;     ///< what it is, for the report: "0-d", "OpInfo sample 3", "beta=0"
+    rc::Gen<Case> cases;  ///< gives that case; its shrinks keep what makes it one (the edge, the value)
+  };
+  /// The run's explicit examples, built when the explicit phase (or a
+  /// replay of one) first needs them; each is judged once, before the
+  /// search, and does not count against the cases asked for (--cases). The
+  /// first that fails is the run's failure, shrunk like any other, its run
+  /// key "KEY|explicit:NAME" in the reproduce string. Empty: none.
+  std::function<std::vector<Example>()> examples;
+  /// Explicit examples not to judge, "*" for every one: CPU ATen (the
+  /// reference) ended an earlier process on one of them
+  /// (observations.explicit.reference_crashed names it).
+  std::vector<std::string> skipExamples;
   /// A flaky result of an earlier target process whose case did not end it
   /// (it failed, then passed when judged again in that process): judged
   /// first and once in this fresh process, instead of a search. Failing is

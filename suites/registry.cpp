@@ -183,9 +183,11 @@ std::string neverRun(const Target& t, const std::string& key, const std::vector<
   const std::string dtype = key.substr(dtypeAt + 1);
   if (!findOp(op)) return "names op " + op + ", which flagprop cannot run: " + whyExcluded(op);
   const OpEntry* e = findOp(op);
-  const auto& defaults = e->defaultDtypes.empty() ? e->dtypes : e->defaultDtypes;
+  const auto defaults = t.ops.kind == "module" || e->judging.integerOnly
+                            ? (e->defaultDtypes.empty() ? e->dtypes : e->defaultDtypes)
+                            : defaultDtypesOf(op);
   const bool runs = t.dtypes.empty() ? std::find(defaults.begin(), defaults.end(), dtype) != defaults.end()
-                                     : in(t.dtypes, dtype) && opIn(op, dtype, t.ops.kind == "aten");
+                                     : in(t.dtypes, dtype) && opIn(op, dtype, true);
   if (!runs) return "names " + op + " in " + dtype + ", which this target does not run";
   return "";
 }

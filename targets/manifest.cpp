@@ -263,6 +263,7 @@ void readOpSelection(const Section& top, Target& t) {
     if (!why.empty()) top.fail(why, "dtypes");
   }
   t.opCases = static_cast<int>(top.integer("op_cases", t.opCases, 1, 100000));
+  t.explicitCases = static_cast<int>(top.integer("explicit_cases", t.explicitCases, 0, 4096));
   t.maxElements = top.integer("max_elements", t.maxElements, 1, int64_t(1) << 40);
   t.specials = top.boolean("specials", t.specials);
   t.layoutPalette = static_cast<int>(top.integer("layout_palette", 0, 0, 4096));
@@ -429,6 +430,7 @@ json Target::toJson() const {
             {"catalog", catalogSource.empty() ? json(catalogOps) : json(catalogSource)},
             {"dtypes", dtypes},
             {"op_cases", opCases},
+            {"explicit_cases", explicitCases},
             {"max_elements", maxElements},
             {"specials", specials},
             {"layout_palette", layoutPalette},
@@ -441,10 +443,10 @@ Target parseTarget(const json& manifest, const std::string& origin, const std::s
   if (manifest.is_object() && manifest.value("schema", json()) == "flagprop.matrix/1")
     throw ManifestError(origin + ": is a matrix (flagprop.matrix/1); a matrix may list only target manifests");
   const std::vector<std::string> known = {
-      "schema",      "name",       "description", "device",       "installer",    "flag_gems",      "gates",
-      "gate_builds", "properties", "cases",       "expect",       "reports_once", "labels",         "ops",
-      "catalog",     "dtypes",     "op_cases",    "max_elements", "specials",     "layout_palette", "palette_seed",
-      "pin"};
+      "schema",      "name",          "description", "device",       "installer",    "flag_gems",      "gates",
+      "gate_builds", "properties",    "cases",       "expect",       "reports_once", "labels",         "ops",
+      "catalog",     "dtypes",        "op_cases",    "max_elements", "specials",     "layout_palette", "palette_seed",
+      "pin",         "explicit_cases"};
   Target t;
   const json j = [&] {
     const Section first(manifest, origin, "", known);

@@ -103,11 +103,14 @@ struct Target {
   std::string catalogSource;            ///< "flaggems" when `catalog` named FlagGems' registered overloads
   std::vector<std::string> dtypes;      ///< dtypes to run; empty = each op's own list
   int opCases = 50;                     ///< generated cases per op and dtype (P5, P6)
-  int64_t maxElements = 1 << 17;        ///< memory cap: elements per generated tensor and storage
-  bool specials = true;                 ///< generate nan, +-inf, -0.0 and subnormal inputs
-  int layoutPalette = 0;                ///< P5 / P6 specialization reuse (LayoutLimits::palette); 0 = off
-  uint64_t paletteSeed = 0;             ///< seed of that palette
-  std::optional<Pin> pin;               ///< the pin the target names, if any
+  /// Explicit examples per op and dtype, at most (catalog/examples.h), judged
+  /// before the generated cases and not counted among them; 0: none.
+  int explicitCases = 64;
+  int64_t maxElements = 1 << 17;  ///< memory cap: elements per generated tensor and storage
+  bool specials = true;           ///< generate nan, +-inf, -0.0 and subnormal inputs
+  int layoutPalette = 0;          ///< P5 / P6 specialization reuse (LayoutLimits::palette); 0 = off
+  uint64_t paletteSeed = 0;       ///< seed of that palette
+  std::optional<Pin> pin;         ///< the pin the target names, if any
 
   bool hasInstaller() const { return installer.mode != "none"; }
   /// Gates for a case whose generator does not vary them: the manifest's,

@@ -288,6 +288,15 @@ std::vector<OptionSpec> searchOptions() {
        [](const SupervisorOptions& o, std::vector<std::string>& a) {
          if (o.target.run.distinct > 0) add(a, {"--distinct", std::to_string(o.target.run.distinct)});
        }},
+      {"--explicit", "N", "RunOptions::explicitCases", "explicit",
+       "at most N explicit examples per op and dtype, judged before the generated cases and not counted among "
+       "them: shape edges (0-d, empty, size-1, 0-d others, 65,537 rows, NaN / inf), OpInfo's samples, each argument "
+       "at its boundaries (default: the manifest's explicit_cases, 64; 0: none)",
+       whole(0, 4096, "--explicit needs a number from 0 (none) to 4096",
+             [](Cli& c, unsigned long long n) { c.target.run.explicitCases = static_cast<int>(n); }),
+       [](const SupervisorOptions& o, std::vector<std::string>& a) {
+         if (o.target.run.explicitCases >= 0) add(a, {"--explicit", std::to_string(o.target.run.explicitCases)});
+       }},
       {"--run-time", "SEC", "RunOptions::runSeconds", "search",
        "how long the runs of one op and dtype may take (default: no limit): past it, once a case has been "
        "judged, no new case, shrink step or search for another failure starts; a failure found is kept, a run "

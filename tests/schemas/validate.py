@@ -143,7 +143,7 @@ MUST_REJECT = [
      lambda m: m["installer"].update(mode="installed")),
     ("fixtures/targets/well-behaved.json", "palette_seed as a string", lambda m: m.update(palette_seed="7")),
     ("fixtures/targets/well-behaved.json", "an expect key with a non-catalog dtype",
-     lambda m: m["expect"].update({"P5/tanh/float64": "fail"})),
+     lambda m: m["expect"].update({"P5/tanh/float8": "fail"})),
     ("fixtures/targets/well-behaved.json", "a mock spec value spec.py does not list",
      lambda m: m.update(flag_gems={"kind": "mock", "mock": {"helper": "sometimes"}})),
     ("fixtures/targets/well-behaved.json", "a name with a space", lambda m: m.update(name="well behaved")),

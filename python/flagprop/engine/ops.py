@@ -77,6 +77,8 @@ def _float_values(kind, n, g):
         return torch.where(x < 0, x - 0.0625, x + 0.0625)
     if kind == "unique":
         return torch.randperm(n, generator=g).double() * 0.5 - n / 4
+    if kind == "wide":  # beyond float32's range (float64 runs only: float32 holds them as inf)
+        return torch.randn(n, generator=g, dtype=torch.float64) * 1e39
     return torch.randn(n, generator=g, dtype=torch.float32)
 
 
@@ -91,6 +93,9 @@ def _int_values(kind, n, g, high):
     if kind == "nonzero":
         x = torch.randint(1, 9, (n,), generator=g, dtype=torch.int64)
         return torch.where(torch.randint(0, 2, (n,), generator=g, dtype=torch.int64) == 0, x, -x)
+    if kind == "wide":  # above 2^24, where float32 no longer holds every integer (int32 holds them all)
+        x = torch.randint((1 << 24) + 1, (1 << 24) + (1 << 20), (n,), generator=g, dtype=torch.int64)
+        return torch.where(torch.randint(0, 2, (n,), generator=g, dtype=torch.int64) == 0, x, -x)
     return torch.randint(-8, 9, (n,), generator=g, dtype=torch.int64)
 
 
@@ -102,7 +107,9 @@ def make_storage(layout):
     float32 (normals), float64 (grids) or int64 and then cast. Value kinds: ``normal`` (N(0, 1); integers
     uniform in [-8, 8]), ``grid`` (multiples of 0.5 in [-4, 4]),
     ``positive`` (|N(0, 1)| + 1/16; integers 1..8), ``nonzero`` (|x| >= 1/16;
-    integers +-(1..8)), ``unique`` (a permutation of a grid: distinct where
+    integers +-(1..8)), ``wide`` (float64 normals times 1e39, beyond
+    float32's range; integers +-(2^24, 2^24 + 2^20)), ``unique`` (a
+    permutation of a grid: distinct where
     the dtype represents them), ``index`` (integers in [0, ``high``)),
     ``sorted`` (normal values, sorted along the view's last dim by
     ``build_cpu``), ``given`` (the layout's ``data``, copied into the view by
@@ -483,12 +490,13 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
     that does not check its arguments reads memory it does not own, and such
     a case says nothing about the op under test."""
     fn = aten_op(op)
+    shapes_from = _meta_outputs(fn, call, cpu)
+    _check_output_size(shapes_from)
     own = [same_layout(t) for t in cpu]
     try:
         same, failed = call_op(fn, call, own, torch.device("cpu")), None
     except Exception as e:
         same, failed = None, e
-    shapes_from = _meta_outputs(fn, call, cpu)
     if same is None:
         # Only a float64 call can stand in for a CPU kernel that rejects the
         # run's dtype: with no floating input there is none (silu on int32).
@@ -518,6 +526,22 @@ def reference(op, call, cpu, upcast, repeat=False, magnitude=False):
             out["same_dtype_error"] = describe_exception(failed)
         outputs.append(out)
     return outputs, relaid, writes
+
+
+#: The most elements one output of a generated case may hold (2^24: 64 MiB
+#: in float32, before the reference's float64 copies): a sample whose meta
+#: kernel says more (linear of a [65537, 3] input and a weight of the same
+#: shape: 65537 x 65537) is no case: CPU ATen would compute it for minutes.
+MAX_OUTPUT_ELEMENTS = 1 << 24
+
+
+def _check_output_size(outputs):
+    """Raises ValueError where a meta output of ``outputs`` (None: no meta
+    kernel, nothing known) holds more than ``MAX_OUTPUT_ELEMENTS``."""
+    for i, m in enumerate(outputs or []):
+        if m.numel() > MAX_OUTPUT_ELEMENTS:
+            raise ValueError("output %d would hold %d elements, over the %d a case may have (ATen's meta kernel)"
+                             % (i, m.numel(), MAX_OUTPUT_ELEMENTS))
 
 
 def _meta_outputs(fn, call, cpu):

@@ -99,7 +99,7 @@ def tampered(op=None):
 
 # The kinds ``observe`` and ``judge`` take, one per branch of their chains;
 # every check kind of flagprop's property registry (suites/registry.cpp) is
-# one of them (tests/test_registry.cpp).
+# one of them (tests/unit/test_registry.cpp).
 KINDS = ("install", "install2", "launch", "key", "op", "hits", "streams", "timing")
 
 

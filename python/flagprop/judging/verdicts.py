@@ -360,14 +360,26 @@ def _accumulated(rule, call, out_shape=None):
         return largest / max(_numel(out_shape or []), 1)
     shape = call["tensors"][0]["shape"] if call["tensors"] else []
     if rule["rule"] == "reduction":
-        dims = call["args"][rule["dims_arg"]]
+        dims = _argument(call, rule["dims_arg"], "dim")
+        if dims is None or dims == []:  # ATen reduces every dim
+            return _numel(shape)
         n = 1
         for d in (dims if isinstance(dims, list) else [dims]):
             if shape:
                 n *= shape[_norm_dim(d, len(shape))]
         return n
-    d = call["args"][rule["dim_arg"]]
-    return shape[_norm_dim(d, len(shape))] if shape else 1
+    d = _argument(call, rule["dim_arg"], "dim")
+    return shape[_norm_dim(d, len(shape))] if shape and d is not None else 1
+
+
+def _argument(call, position, name):
+    """Argument ``position`` of ``call``, or keyword ``name`` where the call
+    passes fewer positional arguments (OpInfo's samples pass ``dim`` by
+    keyword); None when it passes neither (the schema's default)."""
+    args = call.get("args", [])
+    if position < len(args):
+        return args[position]
+    return call.get("kwargs", {}).get(name)
 
 
 def accumulation_bound(rule, dtype, call, out_shape=None):
@@ -927,6 +939,25 @@ def _patched_vs_unpatched(unpatched, patched, numerics):
     return differ
 
 
+def _nothing_judged(obs):
+    """Why a case judged nothing, or '': the op raised on every call of every
+    pass, and on each CPU ATen has no kernel in the run's dtype either (its
+    call in that dtype raised; only its float64 call returned). Such a case
+    is no evidence either way, whatever the op raised: a discard, counted as
+    CPU ATen's rejection of the dtype (a run of only such cases is "not run
+    in DTYPE"), never a held case."""
+    expected = obs.get("expected") or []
+    if not expected or not expected[0] or not obs["passes"]:
+        return ""
+    for pas in obs["passes"]:
+        for k, rec in enumerate(pas["calls"]):
+            ex = expected[k] if k < len(expected) else []
+            if not rec["error"] or not ex or "same_dtype_error" not in ex[0]:
+                return ""
+    return "CPU ATen rejects call 0 in its dtype (the op raised too: nothing judged): %s" % (
+        expected[0][0]["same_dtype_error"][:300])
+
+
 def op_findings(obs, case, judging):
     """P5 and P6 on one op case (``ops.observe_case``).
 
@@ -957,6 +988,9 @@ def op_findings(obs, case, judging):
     rejected = control_rejects(obs)
     if rejected:  # the sample is invalid on this device: no finding either way
         return {"discard": "the stock path rejects call %d: %s" % rejected}
+    unjudged = _nothing_judged(obs)
+    if unjudged:
+        return {"discard": unjudged}
     numerics, aliasing, notes, refusals, fresh = [], [], [], [], []
     passes = obs["passes"]
     active = obs["fast_path"] == "active"

@@ -53,6 +53,25 @@ json unorderedIf(json rule, const json& arg, const json& dimArg) {
   return rule;
 }
 
+json namedArgs(json rules, const std::string& op) {
+  const auto schema = atenOpSchema(op);
+  if (!schema || !rules.is_array()) return rules;
+  std::vector<const SchemaArg*> positional;
+  for (const auto& a : schema->args)
+    if (!a.kwargOnly && !a.out) positional.push_back(&a);
+  for (auto& rule : rules) {
+    if (!rule.is_object()) continue;
+    for (const char* key : {"dim_arg", "keepdim_arg", "unordered_if_not", "exact_if"}) {
+      if (!rule.contains(key) || !rule.at(key).is_number_integer()) continue;
+      const auto at = rule.at(key).get<size_t>();
+      if (at >= positional.size()) continue;
+      rule[std::string(key) + "_name"] = positional[at]->name;
+      if (positional[at]->defaultKnown) rule[std::string(key) + "_default"] = positional[at]->defaultValue;
+    }
+  }
+  return rules;
+}
+
 json freeOutputs(const std::string& name) {
   // Argument positions and keyword names as the overload's schema has them
   // (LibTorch 1.13 and 2.x agree on these); see docs/aten-freedom.md.
@@ -114,7 +133,7 @@ Op& Op::exact() {
 }
 
 Op& Op::outputs(json kinds) {
-  entry_.judging.outputs = std::move(kinds);
+  entry_.judging.outputs = out::namedArgs(std::move(kinds), entry_.name);
   return *this;
 }
 

@@ -56,6 +56,13 @@ json exactIf(json rule, const json& arg);
 /// false (`topk(sorted=False)`).
 json unorderedIf(json rule, const json& arg, const json& dimArg);
 
+/// `rules` (per output) with, for each argument a rule names by position
+/// (dim_arg, keepdim_arg, unordered_if_not, exact_if), that argument's name
+/// ("dim_arg_name") and default ("dim_arg_default") from `op`'s schema, so
+/// that a call passing it by keyword (OpInfo's samples) or leaving it out
+/// (topk's dim: -1) is judged by it. Unchanged without a schema.
+json namedArgs(json rules, const std::string& op);
+
 /// The outputs rule of ATen overload `name` where ATen leaves a choice to
 /// the implementation (docs/aten-freedom.md: the index among equal values,
 /// the order of an unsorted topk), for schema-derived entries; an empty

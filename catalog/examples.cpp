@@ -206,8 +206,13 @@ std::vector<Boundary> boundaryValues(const std::string& op, const std::string& d
 bool schemaCompatible(const json& sample, const std::string& op) {
   const auto schema = atenOpSchema(op);
   if (!schema || !sample.is_object()) return true;
+  // A number or bool where the schema takes a Tensor, or a tensor where it
+  // takes an int, float, bool or list (max.dim given max.other's sample).
   const auto scalarFor = [](const SchemaArg& a, const json& v) {
-    return plainType(a.type) == "Tensor" && (v.is_number() || v.is_boolean());
+    const std::string t = plainType(a.type);
+    const bool tensor = v.is_object() && v.contains("tensor");
+    if (t == "Tensor") return v.is_number() || v.is_boolean();
+    return tensor && (t == "int" || t == "float" || t == "bool" || t == "int[]" || t == "float[]" || t == "bool[]");
   };
   const json args = sample.value("args", json::array()), kwargs = sample.value("kwargs", json::object());
   size_t position = 0;

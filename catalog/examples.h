@@ -48,7 +48,9 @@ std::vector<Boundary> boundaryValues(const std::string& op, const std::string& d
 /// names: no Python number or bool where the schema takes a Tensor (OpInfo
 /// samples a function, `torch.add`, whose `other` may be a number; the
 /// overload `add.Tensor` then sees a wrapped number only through the
-/// dispatcher, never a module's own function). True without a schema.
+/// dispatcher, never a module's own function), and no tensor where it takes
+/// an int, float, bool or list of them (`torch.max(x, y)`'s sample is
+/// max.other's, not max.dim's). True without a schema.
 bool schemaCompatible(const json& sample, const std::string& op);
 
 /// `samples` less those that are not schemaCompatible with `op`.

@@ -369,8 +369,8 @@ OpEntry schemaEntry(const OpSchema& s) {
   e.defaultDtypes = ints ? std::vector<std::string>{"int32", "int64", "bool"} : kSchemaDefaultDtypes;
   e.judging.integerOnly = ints;  // run in int32 whatever floating dtypes the target asks for
   e.judging.mode = k.kind;
-  e.judging.outputs = out::freeOutputs(s.name);  // where ATen leaves the index among ties free
-  e.judging.reference = "either";                // float64 or the run's dtype: the schema says nothing of conditioning
+  e.judging.outputs = out::namedArgs(out::freeOutputs(s.name), s.name);  // where ATen leaves the index among ties free
+  e.judging.reference = "either";  // float64 or the run's dtype: the schema says nothing of conditioning
   e.judging.schema = s.text;
   return e;
 }

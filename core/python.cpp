@@ -72,9 +72,40 @@ std::vector<std::string> pythonFolders() {
 
 std::string fixturesDir() { return envOr("FLAGPROP_FIXTURES", dataRoot() + "/fixtures"); }
 
+namespace {
+
+// Starts the embedded interpreter in UTF-8 mode whatever the locale (a C
+// locale made Python's stdio and file system encoding ASCII: an op printing
+// "took 3 µs" raised UnicodeEncodeError, code under a non-ASCII path did not
+// load), with sys.executable the interpreter flagprop embeds (not the first
+// python3 on PATH). Otherwise as pybind11 starts one: the environment read,
+// signal handlers installed. Throws std::runtime_error when CPython refuses.
+void startInterpreter() {
+  PyPreConfig pre;
+  PyPreConfig_InitPythonConfig(&pre);
+  pre.utf8_mode = 1;
+  PyStatus status = Py_PreInitialize(&pre);
+  if (PyStatus_Exception(status))
+    throw std::runtime_error(std::string("flagprop: cannot start Python: ") +
+                             (status.err_msg ? status.err_msg : "pre-initialize"));
+  PyConfig config;
+  PyConfig_InitIsolatedConfig(&config);
+  config.isolated = 0;
+  config.use_environment = 1;
+  config.install_signal_handlers = 1;
+  status = PyConfig_SetBytesString(&config, &config.executable, FLAGPROP_PYTHON_EXE);
+  if (PyStatus_Exception(status)) {
+    PyConfig_Clear(&config);
+    throw std::runtime_error("flagprop: cannot set sys.executable to " + std::string(FLAGPROP_PYTHON_EXE));
+  }
+  interp() = std::make_unique<py::scoped_interpreter>(&config);  // clears the config
+}
+
+}  // namespace
+
 void ensureInterpreter() {
   if (!Py_IsInitialized()) {
-    interp() = std::make_unique<py::scoped_interpreter>();
+    startInterpreter();
     // Keep the interpreter alive until exit: destroying it after torch was
     // imported is not supported by torch.
     static struct Leak {

@@ -187,8 +187,8 @@ class TargetProcesses {
       if ((wrote = takeDocumentMac(read, key_))) doc = read;
     } catch (const std::exception&) {
     }
-    if (!wrote && !started) {  // nothing of it ran: not run, no target error
-      doc["error"] = "not run: " + why;
+    if (!wrote) {  // nothing of it was judged: not run, no target error
+      doc["error"] = (started ? "stopped before it judged a run: " : "not run: ") + why;
       doc["not_run"] = true;
     }
     doc["stopped"] = why;

@@ -777,11 +777,14 @@ fs::path callLogTarget(const std::string& name, const json& faults, const json& 
   return dir;
 }
 
-// `flagprop run --precompile WORKERS --seed 3` on callLogTarget's `dir`, its
-// report in dir/r. Returns the exit status.
+// `flagprop run --precompile WORKERS --seed 3 --explicit 0` on
+// callLogTarget's `dir`, its report in dir/r (no explicit examples: they are
+// drawn apart from the layout palette the workers compile). Returns the exit
+// status.
 int runPrecompile(const fs::path& dir, int workers, std::string* out) {
-  return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) + " --seed 3 --manifest " +
-                (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
+  return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) +
+                " --seed 3 --explicit 0 --manifest " + (dir / "m.json").string() + " --report-dir " +
+                (dir / "r").string(),
             out);
 }
 
@@ -1192,6 +1195,61 @@ TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
   report = load((dir / "report.json").string());
   for (const auto& tr : report.at("targets"))
     for (const auto& r : tr.at("results")) EXPECT_NE(r.at("status"), "pass") << tr.at("name") << ": " << r.dump();
+  flagprop::removeTree(dir.string());
+}
+
+// State the sandbox does not put back as attributes (fixtures/ops/forging_ops.py):
+// a torch function or dispatch mode left pushed (an unfinished generator's
+// `with`, torch.set_default_device), torch.library kernels for aten::equal /
+// allclose, a subclass overriding as_subclass. Each forged "P5 pass" with
+// tanh returning 42; each is now an error that names what it did, or a fail.
+TEST(Cli, ModesKernelsAndSubclassesTheJudgingUsesForgeNoPass) {
+  const fs::path dir = testDir("forge-modes");
+  std::string out;
+  std::string manifests;
+  for (const char* f : {"function-mode", "dispatch-mode", "default-device", "registers-equal", "as-subclass"})
+    manifests += " --manifest " + kTargets + "ops-forges-" + f + ".json";
+  EXPECT_EQ(sh(kFp + " run --no-db --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
+  const json report = load((dir / "report.json").string());
+  const std::map<std::string, std::string> said = {
+      {"fixture-ops-forges-function-mode", "left function mode _FunctionLiar pushed"},
+      {"fixture-ops-forges-dispatch-mode", "left dispatch mode _DispatchLiar pushed"},
+      {"fixture-ops-forges-default-device", "left function mode"},
+      {"fixture-ops-forges-registers-equal", "aten/equal/CPU"},
+      {"fixture-ops-forges-as-subclass", "actual 42"}};
+  for (const auto& tr : report.at("targets")) {
+    const std::string name = tr.at("name");
+    for (const auto& r : tr.at("results")) EXPECT_NE(r.at("status"), "pass") << name << ": " << r.dump();
+    const json* p5 = result(report, name, "P5");
+    ASSERT_NE(p5, nullptr) << name;
+    EXPECT_NE(p5->at("reason").get<std::string>().find(said.at(name)), std::string::npos)
+        << name << ": " << p5->at("reason");
+  }
+  flagprop::removeTree(dir.string());
+}
+
+// A correct op that prints non-ASCII text passes under the C locale (the
+// embedded interpreter runs in UTF-8 mode: it failed with
+// UnicodeEncodeError), also from a folder with a non-ASCII name, and its line
+// is captured as printed.
+TEST(Cli, ACorrectOpPrintingNonAsciiTextPassesInAnyLocale) {
+  const fs::path dir = testDir("utf8");
+  const fs::path code = dir / "ops-\u00e9";
+  fs::create_directories(code);
+  fs::copy_file(kTargets + "../ops/edge_ops.py", code / "edge_ops.py", fs::copy_options::overwrite_existing);
+  json m = load(kTargets + "ops-prints-utf8.json");
+  m["ops"]["path"] = (code / "edge_ops.py").string();
+  const std::string manifest = (dir / "m.json").string();
+  flagprop::writeText(manifest, m.dump());
+  std::string out;
+  EXPECT_EQ(sh("LANG=C LC_ALL=C " + kFp + " run --no-db --seed 3 --manifest " + manifest + " --report-dir " +
+                   (dir / "r").string(),
+               &out),
+            0)
+      << out;
+  const json report = load((dir / "r" / "report.json").string());
+  EXPECT_NE(report.at("targets").at(0).at("captured_output").dump().find("tanh took 3 \u00b5s"), std::string::npos)
+      << report.at("targets").at(0).at("captured_output").dump();
   flagprop::removeTree(dir.string());
 }
 
@@ -1700,10 +1758,14 @@ TEST(Cli, StockAtenHasNoFindingInHalfPrecision) {
   const json report = load((dir / "report.json").string());
   size_t judged = 0;
   for (const auto& r : report.at("targets").at(0).at("results")) {
-    EXPECT_EQ(r.value("status", ""), "pass") << r.value("key", "") << ": " << r.value("reason", "");
-    judged += r.value("dtype", "") == "float16" || r.value("dtype", "") == "bfloat16";
+    // A skip only where CPU ATen has no kernel in the dtype (nothing judged).
+    if (r.value("status", "") == "skip")
+      EXPECT_NE(r.value("reason", "").find("not run in"), std::string::npos) << r.value("key", "");
+    else
+      EXPECT_EQ(r.value("status", ""), "pass") << r.value("key", "") << ": " << r.value("reason", "");
+    judged += r.value("status", "") == "pass";
   }
-  EXPECT_GE(judged, 100u);
+  EXPECT_GE(judged, 80u);
   flagprop::removeTree(dir.string());
 }
 

@@ -53,6 +53,26 @@ std::string parseError(const json& patch) {
   return errorOf([&] { targetProperties(parseTarget(j, "m.json", fixturesDir() + "/targets")); });
 }
 
+// A catalog naming an overload flagprop cannot run (randint: random) is no
+// target error: that op is an excluded skip with its reason and the others
+// run. A name that is no overload at all is still an error (a typo).
+TEST(Manifest, AnUnrunnableOverloadInACatalogIsASkipNotATargetError) {
+  json j = {{"schema", "flagprop.target/1"},
+            {"name", "x"},
+            {"ops", {{"kind", "aten"}}},
+            {"catalog", {"randint", "tanh"}},
+            {"dtypes", {"float32"}}};
+  const Target t = parseTarget(j, "m.json", fixturesDir() + "/targets");
+  const auto planned = planOpRuns(t, {findProperty("P5")}, Selection{});
+  ASSERT_EQ(planned.size(), 2u);
+  EXPECT_EQ(planned[0].op, "randint");
+  EXPECT_EQ(planned[0].entry, nullptr);
+  EXPECT_EQ(planned[0].skip.rfind("excluded: random", 0), 0u) << planned[0].skip;
+  EXPECT_EQ(planned[1].op, "tanh");
+  EXPECT_NE(planned[1].entry, nullptr);
+  EXPECT_NE(parseError({{"catalog", {"randint.nope"}}}).find("no ATen overload randint.nope"), std::string::npos);
+}
+
 TEST(Manifest, MissingFile) {
   const auto e = errorOf([] { loadTarget("/nonexistent/flagprop.json"); });
   EXPECT_NE(e.find("/nonexistent/flagprop.json: no such file"), std::string::npos) << e;

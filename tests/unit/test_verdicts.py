@@ -68,6 +68,24 @@ class Verdicts(unittest.TestCase):
         # [numerics findings, aliasing findings, refusal notes] per case.
         self.assertEqual(res, [[0, 0, 1], [0, 0, 1], [1, 0, 0], [1, 0, 0], [1, 0, 0], [1, 0, 0]])
 
+    def test_an_element_not_settled_at_float32_is_no_finding_in_float32(self):
+        """In a float32 run, an element CPU ATen answers otherwise in float32
+        than in float64 (native_layer_norm with an infinite weight: -inf in
+        float32, +inf in float64) is not settled: an op giving the float32
+        answer is no finding. An element both answers agree on still is."""
+        inf = float("inf")
+        case = {"op": "native_layer_norm", "dtype": "float32", "calls": [{"args": [], "kwargs": {}, "tensors": []}]}
+        judging = {"tolerance": {"rule": "pointwise"}}
+
+        def finding(actual, f64, f32):
+            ex = {"values": torch.tensor(f64, dtype=torch.float64), "same_dtype": torch.tensor(f32),
+                  "dtype": "float32", "shape": [len(f64)]}
+            return verdicts._compare_output({}, case, judging, 0, {}, torch.tensor(actual), ex)
+
+        self.assertEqual(finding([-inf, 1.0], [inf, 1.0], [-inf, 1.0]), "", "CPU ATen's own float32 answer")
+        self.assertIn("elements", finding([-inf, 2.0], [inf, 1.0], [-inf, 1.0]), "the settled element is judged")
+        self.assertIn("elements", finding([-inf, 1.0], [inf, 1.0], [inf, 1.0]), "both precisions say +inf")
+
     def test_a_stride_that_addresses_no_element_is_no_layout_finding(self):
         """P6 compares an input's layout after the call as PyTorch's reference
         checks do: a stride of a size-1 dimension, or any stride or offset of

@@ -112,3 +112,48 @@ def control_rejects(obs):
         if rec["error"] and not no_stock_kernel(rec["error"]):
             return k, rec["error"]
     return None
+
+
+#: The torch function and dispatch modes ``pop_modes_left`` popped since the
+#: last ``take_modes_left``, by name.
+_MODES_LEFT = []
+
+
+def mode_depths():
+    """(torch function modes, torch dispatch modes) on their stacks now;
+    (0, 0) where this torch has no mode stacks."""
+    torch = _torch()
+    f = getattr(torch._C, "_len_torch_function_stack", None)
+    d = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return (f() if f else 0, d() if d else 0)
+
+
+def pop_modes_left(depths):
+    """Pops every mode pushed past ``depths`` (``mode_depths()`` before the
+    code under test ran: a ``with`` left open in an unfinished generator,
+    ``torch.set_default_device`` in torch 2.x), so that nothing after it
+    (the reference, the verdicts) runs under them, and keeps their names for
+    ``take_modes_left``. Returns how many it popped."""
+    torch = _torch()
+    import torch.overrides
+    import torch.utils._python_dispatch as dispatch
+
+    # torch's own pops where it has them: in torch 1.13 the last pop also
+    # turns the mode machinery off (the C stack's pop alone leaves it on).
+    pop_function = getattr(torch.overrides, "_pop_mode", None) or torch._C._pop_torch_function_stack
+    pop_dispatch = getattr(dispatch, "_pop_mode", None) or torch._C._pop_torch_dispatch_stack
+    n = 0
+    while mode_depths()[0] > depths[0]:
+        _MODES_LEFT.append("function mode " + type(pop_function()).__name__)
+        n += 1
+    while mode_depths()[1] > depths[1]:
+        _MODES_LEFT.append("dispatch mode " + type(pop_dispatch()).__name__)
+        n += 1
+    return n
+
+
+def take_modes_left():
+    """The names ``pop_modes_left`` kept since the last call; cleared."""
+    out = list(_MODES_LEFT)
+    del _MODES_LEFT[:]
+    return out

@@ -738,15 +738,19 @@ def _run_pass(runner, case, cpu_inputs, device, name):
         rec = {"inputs": [_snap_input(t, src) for t, src in zip(dev, sources)], "error": None, "outputs": (),
                "after": []}
         t0 = time.perf_counter()
+        depths = facts.mode_depths()
         try:
-            outs = runner.call(call, dev)
+            try:
+                outs = runner.call(call, dev)
+            finally:  # a mode the op left pushed is popped at once: nothing of flagprop runs under it
+                facts.pop_modes_left(depths)
             bad = [type(o).__name__ for o in outs if not isinstance(o, torch.Tensor)]
             if bad:
                 raise TypeError("the op returned something that is not a tensor (%s)" % ", ".join(bad))
             subclass = [(i, type(o).__name__) for i, o in enumerate(outs) if type(o) is not torch.Tensor]
             if subclass:  # judged as the plain tensors they are: no __torch_function__ of theirs runs in a verdict
                 rec["subclass"] = subclass
-                outs = tuple(o.as_subclass(torch.Tensor) for o in outs)
+                outs = tuple(_plain(o) for o in outs)
             rec["outputs"] = outs
             rec["after"] = [o.detach().to("cpu", copy=True) for o in outs]
             rec["native"] = _native_pointers(outs)
@@ -755,6 +759,15 @@ def _run_pass(runner, case, cpu_inputs, device, name):
         device_s += time.perf_counter() - t0
         calls.append(rec)
     return {"name": name, "calls": calls, "device_s": device_s}
+
+
+def _plain(t):
+    """``t`` (a tensor subclass) as a plain ``torch.Tensor`` viewing the same
+    data, made without calling any method of its class: the base class's
+    ``as_subclass`` with torch functions disabled (a subclass that overrides
+    ``as_subclass``, or answers it in ``__torch_function__``, is not asked)."""
+    with torch._C.DisableTorchFunction():
+        return torch.Tensor.as_subclass(t, torch.Tensor)
 
 
 _STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no file)

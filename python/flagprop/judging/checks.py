@@ -64,12 +64,39 @@ def baseline():
     if not _BASELINE:
         _BASELINE["functions"] = _flagprop_functions()
         _BASELINE["impls"] = set(getattr(torch.library, "_impls", ()) or ())
+        _BASELINE["modes"] = facts.mode_depths()
+
+
+# The ATen ops flagprop's verdicts and the reference's comparisons call
+# (``verdicts``, ``facts``, ``ops``): a kernel the code under test registers
+# on one of them for a key CPU ATen runs would answer inside the judging
+# (``aten::equal`` answering True passes every value comparison).
+_JUDGING_OPS = frozenset((
+    "equal", "allclose", "isclose", "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isneginf",
+    "isposinf", "abs", "sub", "add", "mul", "div", "neg", "maximum", "minimum", "where", "logical_and",
+    "logical_or", "logical_not", "logical_xor", "any", "all", "sum", "max", "min", "amax", "amin", "argmax",
+    "argmin", "nonzero", "masked_select", "sort", "gather", "clone", "copy_", "_copy_from", "_to_copy", "to",
+    "view", "as_strided", "contiguous", "reshape", "flatten", "empty_like", "zeros_like", "ones_like",
+    "full_like", "index_select", "cat", "stack", "count_nonzero", "view_as_real", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "signbit", "sign", "nan_to_num", "select", "slice", "item", "_local_scalar_dense",
+    "is_nonzero", "expand", "broadcast_to", "fill_", "zero_", "resize_", "set_"))
+
+
+def _modes_left():
+    """The torch function and dispatch modes the code under test left
+    pushed (past the baseline; those the op's own calls left were popped as
+    they returned, ``ops``): popped, so that no verdict runs under them, and
+    named; [] when there are none."""
+    facts.pop_modes_left(_BASELINE.get("modes", (0, 0)))
+    return facts.take_modes_left()
 
 
 def tampered(op=None):
     """Why the judging itself cannot be trusted, or '': the code under test
     changed the code of one of flagprop's functions (put back here, and
-    said), or registered a kernel that CPU ATen, the reference, would run.
+    said), left a torch function or dispatch mode pushed (popped here), or
+    registered a kernel that CPU ATen would run for the op under test or for
+    an op the judging calls (``_JUDGING_OPS``).
     The C++ session asks it after each sandbox restore, before ``judge``
     (a standalone reproducer has no sandbox and does not)."""
     if not _BASELINE:
@@ -78,19 +105,24 @@ def tampered(op=None):
     for fn, code in changed:
         fn.__code__ = code
     changed = [fn for fn, _code in changed]
+    import torch
+
+    left = _modes_left()
     if changed:
         return "the code under test replaced the code of flagprop's %s (put back)" % ", ".join(
             "%s.%s" % (f.__module__, f.__qualname__) for f in changed[:3])
-    import torch
-
+    if left:
+        return ("the code under test left %s pushed (popped now): the judging would have run under it, so no "
+                "verdict of this case can be trusted" % ", ".join(left[:3]))
     if not op:  # installer cases run no CPU reference
         return ""
     base = op.split(".")[0]
-    # Only a kernel for the op under test compromises its reference (FlagGems itself registers
-    # Autograd kernels for some ops, e.g. ctc_loss, which judge no other op's reference).
+    # A kernel for the op under test compromises its reference, one for an op
+    # the judging calls every verdict (FlagGems itself registers Autograd
+    # kernels for some ops, e.g. ctc_loss, which judge no other op's reference).
     new = sorted(i for i in set(getattr(torch.library, "_impls", ()) or ()) - _BASELINE["impls"]
                  if i.startswith("aten/") and i.rsplit("/", 1)[-1] in _REFERENCE_KEYS
-                 and i.split("/")[1].split(".")[0] == base)
+                 and i.split("/")[1].split(".")[0] in _JUDGING_OPS | {base})
     if new:
         return ("the code under test registered kernels that CPU ATen, the reference, runs (torch.library: %s): "
                 "no verdict against it can be trusted" % ", ".join(new[:3]))

@@ -850,9 +850,15 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
     }
     os << ": " << (cells.empty() ? std::string("nothing ran") : cells) << " (" << fixed(seconds, 1) << " s)\n";
   }
-  if (t.contains("crashes"))
-    os << "  the target process died " << t.at("crashes").size()
-       << " time(s) on a case; a fresh one went on each time\n";
+  if (t.contains("crashes")) {
+    size_t between = 0;
+    for (const auto& c : t.at("crashes")) between += c.value("key", std::string()) == "between cases";
+    const size_t inCase = t.at("crashes").size() - between;
+    os << "  the target process died ";
+    if (inCase) os << inCase << " time(s) on a case" << (between ? " and " : "");
+    if (between) os << between << " time(s) between cases";
+    os << "; a fresh one went on each time\n";
+  }
   if (t.contains("crash")) os << "  " << t.value("crash", std::string()) << "\n";
   if (t.contains("stopped")) os << "  stopped: " << t.value("stopped", std::string()) << "\n";
   if (t.contains("continued"))

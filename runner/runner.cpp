@@ -294,6 +294,14 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     // (the document is written at most once a second between passes) is
     // judged again.
     if (c != e.crashed.end() && run.checkKind == "op" && crashedBefore.count(opDtype)) {
+      if (e.confirm.count(c->second.value("key", std::string()))) {
+        // The crash is judged again in this process: this run judges the same
+        // case then (from the same observation), so that it ends as that
+        // judging says, not as the first process's crash.
+        run.confirmCrash = c->second;
+        left.push_back(std::move(run));
+        continue;
+      }
       doc["results"].push_back(asCrashed(run, c->second));
       continue;
     }

@@ -247,9 +247,36 @@ class TargetProcesses {
 
   // A process that died: its case recorded with its reproducer and true (a
   // fresh process goes on), or false with `doc` the target's final document.
+  // Results of `doc` that are runs (not the "process" record).
+  static size_t runResults(const json& doc) {
+    size_t n = 0;
+    for (const auto& r : doc.value("results", json::array())) n += r.value("key", std::string()) != "process";
+    return n;
+  }
+
+  // A death outside a case (CPU ATen's heap corruption noticed at a later
+  // allocation): when the process had judged runs since it started, a fresh
+  // process goes on with the runs left, the death listed among the crashes
+  // ("between cases"); one that judged nothing is not restarted (it would
+  // die the same way again).
+  bool restartAfterDeathBetweenCases(json& doc, const std::string& why) {
+    const size_t judged = runResults(doc);
+    if (doc.value("status", "") != "ok" || judged <= resultsAtStart_) return false;
+    dropProcessResult(doc);
+    crashes_.push_back({{"key", "between cases"}, {"why", why}});
+    doc["crashes"] = crashes_;
+    doc.erase("crash");
+    writeTargetDocument(out_, doc, key_);
+    resultsAtStart_ = judged;
+    std::cout << "\n[" << doc.value("name", "?") << "] " << why
+              << " between cases; a fresh process goes on with the runs left" << std::endl;
+    return true;
+  }
+
   bool recordCrash(json& doc, bool again, const ChildResult& r) {
     const std::string why = doc["crash"].get<std::string>();
     std::optional<PropertyOutcome> inCase = caseInFlight(doc, why);
+    if (!inCase && again && restartAfterDeathBetweenCases(doc, why)) return true;
     if (!inCase || !again) {
       std::cout << "\n[" << doc.value("name", "?") << "] " << why
                 << (!inCase ? " outside a case" : "; " + std::to_string(kMaxRestarts) + " restarts already")
@@ -296,6 +323,7 @@ class TargetProcesses {
       rj["reproducer_error"] = e.what();
     }
     doc["results"].push_back(rj);
+    resultsAtStart_ = runResults(doc);
     crashes_.push_back({{"key", o.key()}, {"why", why}});
     doc["crashes"] = crashes_;
     doc.erase("crash");
@@ -315,6 +343,7 @@ class TargetProcesses {
   // The key the target process authenticates its document with.
   const std::string key_ = freshKey();
   json crashes_ = json::array();
+  size_t resultsAtStart_ = 0;             // run results when the current process started (after a crash)
   std::vector<std::string> orderBefore_;  // the run keys in order, once a fresh process judges results again
 };
 

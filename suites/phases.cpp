@@ -359,9 +359,25 @@ std::optional<PropertyOutcome> confirmCrash(RunState& s) {
   return s.finish();
 }
 
+namespace {
+
+// Whether a judging of a case found it failing (a discard or an inactive
+// case is no failure).
+bool judgedFailing(const RunState& s, const std::variant<json, CaseFailure>& judged) {
+  if (std::holds_alternative<CaseFailure>(judged)) return true;
+  const json& result = std::get<json>(judged);
+  return !result.contains("discard") && !result.contains("inactive") &&
+         !verdictOf(result, s.run.id).at("pass").get<bool>();
+}
+
+}  // namespace
+
 std::optional<PropertyOutcome> confirmFresh(RunState& s) {
-  // Failing here is a failure that recurs in every fresh process (a first
-  // call, a cold cache): a fail. Holding is flaky, the tally one judging longer.
+  // The case is judged first in this fresh process, then RunOptions::
+  // flakyReplays times more. A fail only where both processes show a fault
+  // of the first call (a cold cache): it failed first, and only first, in
+  // each. Any other pattern is flaky, its tally over both processes (an op
+  // wrong on half its calls is flaky however its first judging here went).
   if (!s.run.confirmFlaky.is_object()) return std::nullopt;
   const json& was = s.run.confirmFlaky;
   PropertyOutcome& out = s.out;
@@ -375,21 +391,26 @@ std::optional<PropertyOutcome> confirmFresh(RunState& s) {
   const json tally = out.observations.value("replays", json::object());
   const int failed = tally.value("failed", 1), of = tally.value("of", 1);
   const std::string earlier = out.reason.rfind("flaky: ", 0) == 0 ? out.reason.substr(7) : out.reason;
-  const LastFailure failure = s.judgeFirst(Case{out.counterexample}, out.observations.value("sampler", std::string()),
-                                           {{"confirming_flaky", true}});
-  out.casesRun += 1;
-  out.observations["fresh"] = {{"failed", !failure.why.empty()}};
-  if (!failure.why.empty()) {
+  const Case c{out.counterexample};
+  const std::string sampler = out.observations.value("sampler", std::string());
+  const LastFailure failure = s.judgeFirst(c, sampler, {{"confirming_flaky", true}});
+  int again = 0, againFailed = 0;
+  for (; again < s.opts.flakyReplays; ++again)
+    againFailed += judgedFailing(s, s.judgeOnce(c, sampler, {{"confirming_flaky", true}}, true));
+  const int allFailed = failed + (failure.why.empty() ? 0 : 1) + againFailed, all = of + 1 + again;
+  out.casesRun += 1 + again;
+  out.observations["fresh"] = {{"failed", !failure.why.empty()}, {"again_failed", againFailed}, {"again", again}};
+  out.observations["replays"] = {{"failed", allFailed}, {"of", all}};
+  const bool firstCall = !failure.why.empty() && againFailed == 0 && failed == 1;
+  if (firstCall) {
     out.status = isHarnessError(failure.why) ? "error" : "fail";
-    out.reason = failure.why + " (it failed again when judged first in a fresh process, as it did first in its own: " +
-                 "it recurs in every fresh process; " + std::to_string(failed + 1) + " of the " +
-                 std::to_string(of + 1) + " judgings failed)";
+    out.reason = failure.why + " (it failed when judged first in a fresh process and held on the " +
+                 std::to_string(again) + " judgings after, as in its own: a fault of the first call in every " +
+                 "process; " + std::to_string(allFailed) + " of the " + std::to_string(all) + " judgings failed)";
     s.takeEvidence(failure);
-    out.observations["replays"] = {{"failed", failed + 1}, {"of", of + 1}};
   } else {
-    out.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of + 1) +
-                 " times it was judged, the last first in a fresh process (" + earlier + ")";
-    out.observations["replays"] = {{"failed", failed}, {"of", of + 1}};
+    out.reason = "flaky: the case failed " + std::to_string(allFailed) + " of the " + std::to_string(all) +
+                 " times it was judged, " + std::to_string(1 + again) + " of them in a fresh process (" + earlier + ")";
   }
   return s.finish();
 }
@@ -537,6 +558,7 @@ void judgeGenerated(RunState& s) {
   }
   if (s.opts.progress) s.opts.progress(t.judged);
   ++t.judged;
+  t.lastJudged = c.value;
   const auto judgedCase = s.judgeOnce(c, s.sampler(), json::object());
   if (const auto* f = std::get_if<CaseFailure>(&judgedCase)) {
     if (!f->sticky) t.last = {c.value, f->evidence, f->why};
@@ -707,22 +729,27 @@ void noteShrink(PropertyOutcome& o, const json& shrink) {
 void confirmByReplays(RunState& s, PropertyOutcome& o, const Case& c, const std::string& sampler) {
   if (o.status != "fail" || s.opts.flakyReplays <= 0) return;
   int failed = 1, of = 1;
-  for (int i = 0; i < s.opts.flakyReplays; ++i, ++of) {
-    const auto judged = s.judgeOnce(c, sampler, {{"confirming", true}}, true);
-    if (std::holds_alternative<CaseFailure>(judged)) {
-      ++failed;
-      continue;
-    }
-    const json& result = std::get<json>(judged);
-    if (!result.contains("discard") && !result.contains("inactive") &&
-        !verdictOf(result, s.run.id).at("pass").get<bool>())
-      ++failed;
-  }
+  for (int i = 0; i < s.opts.flakyReplays; ++i, ++of)
+    failed += judgedFailing(s, s.judgeOnce(c, sampler, {{"confirming", true}}, true));
   o.observations["replays"] = {{"failed", failed}, {"of", of}};
   if (failed == of) return;
   o.status = "flaky";
   o.reason = "flaky: the case failed " + std::to_string(failed) + " of the " + std::to_string(of) +
              " times it was judged (" + o.reason + ")";
+}
+
+void replayAgain(RunState& s) {
+  if (s.out.status != "pass" || s.tally.lastJudged.is_null() || s.opts.flakyReplays <= 0) return;
+  const Case c{s.tally.lastJudged};
+  int failed = 0;
+  for (int i = 0; i < s.opts.flakyReplays; ++i)
+    failed += judgedFailing(s, s.judgeOnce(c, s.sampler(), {{"confirming", true}}, true));
+  s.out.observations["replays"] = {{"failed", failed}, {"of", s.opts.flakyReplays + 1}};
+  if (failed == 0) return;
+  s.out.status = "flaky";
+  s.out.counterexample = c.value;
+  s.out.reason = "flaky: the replayed case held, then failed " + std::to_string(failed) + " of the " +
+                 std::to_string(s.opts.flakyReplays) + " times it was judged again";
 }
 
 void closeSearch(RunState& s) {

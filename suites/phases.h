@@ -124,6 +124,7 @@ struct SearchTally {
   /// Samples CPU ATen rejected for their dtype while none was accepted.
   int dtypeRejected = 0;
   bool timeUp = false;  ///< the run's limit discarded a case unjudged
+  json lastJudged;      ///< the case judged last (a replay's, judged again when it held)
   /// Samples rejected for their dtype before the run stops judging.
   static constexpr int kDtypeRejections = 3;
   /// Whether CPU ATen takes no sample in this dtype: kDtypeRejections
@@ -255,6 +256,11 @@ void noteShrink(PropertyOutcome& o, const json& shrink);
 /// Flaky check: a failing case judged RunOptions::flakyReplays more times;
 /// one that passes any of them makes `o` flaky, with the tally.
 void confirmByReplays(RunState& s, PropertyOutcome& o, const Case& c, const std::string& sampler);
+
+/// Replay's flaky check: a replayed case that held is judged
+/// RunOptions::flakyReplays more times, as the run that found it judged its
+/// failure; failing on any of them makes the outcome flaky with its tally.
+void replayAgain(RunState& s);
 
 /// Settle, last half: the source's note, retried_after, discarded.
 void closeSearch(RunState& s);

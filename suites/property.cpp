@@ -104,6 +104,11 @@ PropertyOutcome replayProperty(const PropertyRun& run, const RunOptions& opts) {
   auto searched = phases::search(s);
   if (auto* ended = std::get_if<PropertyOutcome>(&searched)) return *ended;
   phases::record(s, std::get<phases::Found>(searched));
+  // Judged as many times as the run judged it: a flaky failure replayed is
+  // flaky again, not "no longer fails" on one lucky judging.
+  if (s.out.status == "fail" && !s.tally.last.caseJson.is_null())
+    phases::confirmByReplays(s, s.out, Case{s.tally.last.caseJson}, s.sampler());
+  phases::replayAgain(s);
   phases::closeSearch(s);
   s.out.observations["replayed"] = opts.reproduce;
   return s.finish();

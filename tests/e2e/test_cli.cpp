@@ -1253,6 +1253,27 @@ TEST(Cli, ACorrectOpPrintingNonAsciiTextPassesInAnyLocale) {
   flagprop::removeTree(dir.string());
 }
 
+// A process that dies between cases (CPU ATen's heap corruption noticed at
+// a later allocation; here a thread of the op's that waits for no case to be
+// in flight) after it judged runs: a fresh process goes on with the runs
+// left, every run judged, the death listed (it ended the target, the runs
+// left errors).
+TEST(Cli, ADeathBetweenCasesGoesOnInAFreshProcess) {
+  const fs::path dir = testDir("between-cases");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --no-db --seed 3 --manifest " + kTargets + "ops-dies-between-cases.json --report-dir " +
+                   dir.string(),
+               &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("between cases; a fresh process goes on with the runs left"), std::string::npos) << out;
+  const json t = load((dir / "report.json").string()).at("targets").at(0);
+  ASSERT_EQ(t.at("results").size(), 6u) << t.dump();
+  for (const auto& r : t.at("results")) EXPECT_EQ(r.at("status"), "pass") << r.dump();
+  EXPECT_EQ(t.at("crashes").at(0).at("key"), "between cases") << t.dump();
+  flagprop::removeTree(dir.string());
+}
+
 // The parent holds a finished document to the runs it launched: one the code
 // under test cut short (but authentic) gets an error for each run missing.
 TEST(Cli, AFinishedDocumentMissingRunsGetsAnErrorForEach) {

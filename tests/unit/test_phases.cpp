@@ -104,26 +104,56 @@ TEST(Phases, ConfirmCrashJudgesTheCaseOnceInAFreshProcess) {
   EXPECT_NE(failed->reason.find("still wrong (the target process died"), std::string::npos) << failed->reason;
 }
 
-TEST(Phases, ConfirmFreshMakesAFlakyResultAFailureWhenItFailsFirstInAFreshProcess) {
-  bool fails = true;
-  PropertyRun run = intRun(5, [&](const Case&) { return verdict(!fails, "wrong"); });
+// A fail only where both processes show a fault of the first call: it
+// failed first (and only first) in its own process and again first (and
+// only first) in a fresh one. A case wrong on every judging here, or on some
+// of them, stays flaky with the tally over both processes.
+TEST(Phases, ConfirmFreshCallsOnlyAFirstCallFaultAFailure) {
+  int calls = 0;
+  std::function<bool(int)> failsOn;
+  PropertyRun run = intRun(5, [&](const Case&) { return verdict(!failsOn(calls++), "wrong"); });
   run.confirmFlaky = {{"reason", "flaky: wrong"},
                       {"cases_run", 3},
                       {"counterexample", 9},
-                      {"observations", {{"replays", {{"failed", 2}, {"of", 4}}}}}};
+                      {"observations", {{"replays", {{"failed", 1}, {"of", 4}}}}}};
   RunOptions opts;
+  opts.flakyReplays = 3;
+  failsOn = [](int k) { return k == 0; };  // the first call of the process only
   RunState s(run, opts);
   const auto failed = confirmFresh(s);
   ASSERT_TRUE(failed);
-  EXPECT_EQ(failed->status, "fail");
-  EXPECT_EQ(failed->observations.at("replays"), json({{"failed", 3}, {"of", 5}}));
-  EXPECT_EQ(failed->casesRun, 4);
-  fails = false;
+  EXPECT_EQ(failed->status, "fail") << failed->reason;
+  EXPECT_EQ(failed->observations.at("replays"), json({{"failed", 2}, {"of", 8}}));
+  EXPECT_EQ(failed->casesRun, 7);
+  calls = 0;
+  failsOn = [](int k) { return k % 2 == 0; };  // wrong on half its calls
   RunState t(run, opts);
   const auto flaky = confirmFresh(t);
   ASSERT_TRUE(flaky);
-  EXPECT_EQ(flaky->status, "flaky");
-  EXPECT_EQ(flaky->observations.at("replays"), json({{"failed", 2}, {"of", 5}}));
+  EXPECT_EQ(flaky->status, "flaky") << flaky->reason;
+  EXPECT_EQ(flaky->observations.at("replays"), json({{"failed", 3}, {"of", 8}}));
+  calls = 0;
+  failsOn = [](int) { return true; };
+  run.confirmFlaky["observations"]["replays"] = {{"failed", 2}, {"of", 4}};
+  RunState u(run, opts);
+  EXPECT_EQ(confirmFresh(u)->status, "flaky") << "not a first-call pattern in its own process";
+}
+
+// A replay is judged as many times as the run judged: a case that held on
+// the replay's first judging but fails on another is flaky, not fixed.
+TEST(Phases, AReplayJudgesTheCaseAsOftenAsTheRunDid) {
+  int calls = 0;
+  PropertyRun run = intRun(5, [&](const Case&) { return verdict(calls++ != 1, "wrong"); });
+  RunOptions opts;
+  opts.flakyReplays = 3;
+  RunState s(run, opts);
+  s.out.status = "pass";
+  s.tally.lastJudged = json(4);
+  calls = 1;  // the next judging fails, the ones after hold
+  replayAgain(s);
+  EXPECT_EQ(s.out.status, "flaky");
+  EXPECT_EQ(s.out.observations.at("replays"), json({{"failed", 1}, {"of", 4}}));
+  EXPECT_EQ(s.out.counterexample, json(4));
 }
 
 TEST(Phases, ReuseReportsTheFirstStoredExampleThatStillFailsAndListsTheOthers) {

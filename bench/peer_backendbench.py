@@ -544,7 +544,8 @@ def main(argv=None):
     sel.add_argument("--list-ops", action="store_true",
                      help="print the flagprop names of the ops the peer's flag_gems mapping names (read from its source, "
                      "no torch needed), those in --catalog FILE only; for flagprop run --op")
-    ap.add_argument("--catalog", metavar="FILE", help="with --list-ops: a list of flagprop op names (catalog/flaggems_overloads.txt)")
+    ap.add_argument("--catalog", metavar="FILE",
+                    help="with --list-ops: a list of flagprop op names (catalog/flaggems_overloads.txt)")
     ap.add_argument("--minutes", type=float, default=8.0, help="bound on the peer's whole run (default 8)")
     ap.add_argument("--backend", default="flag_gems", choices=["flag_gems", "aten"], help="the peer's backend")
     ap.add_argument("--device", default="cuda")

@@ -230,8 +230,7 @@ TEST(Memory, AFaultThatDoesNotRecurIsReportedFlakyWithItsTally) {
   ASSERT_TRUE(res.at("observations").contains("fresh")) << res.dump();
   EXPECT_FALSE(res.at("observations").at("fresh").value("failed", true));
   EXPECT_EQ(tally.value("of", 0), 8);  // found, 3 more in its process, 1 first in a fresh one and 3 more there
-  EXPECT_NE(res.value("reason", "").find("4 of them in a fresh process"), std::string::npos)
-      << res.value("reason", "");
+  EXPECT_NE(res.value("reason", "").find("4 of them in a fresh process"), std::string::npos) << res.value("reason", "");
   EXPECT_EQ(r.at("summary").at("results").value("flaky", 0), 1);
   EXPECT_FALSE(r.at("summary").contains("db"));
   EXPECT_NE(out.find(": P5 flaky 1/1 ("), std::string::npos) << out;  // as the manifest expects: its cell alone

@@ -4,56 +4,73 @@
 BackendBench (meta-pytorch/BackendBench) judges an op implementation on the
 sample inputs of PyTorch's OpInfo database: each sample whose OpInfo traces
 to exactly one ATen overload is called through the stock op and through the
-backend's function, and the two results must agree within
-``torch.testing.assert_close(atol=1e-2, rtol=1e-2)`` (NaN equal); an
+backend's function on the same inputs, and the two results must agree
+within ``torch.testing.assert_close(atol=1e-2, rtol=1e-2)`` (NaN equal); an
 exception is a failure. Its ``flag_gems`` backend maps about 250 ATen
-overloads onto ``flag_gems.ops`` functions and calls them directly.
+overloads onto ``flag_gems.ops`` functions and calls them directly (not
+through FlagGems' own registration, which flagprop's targets use).
 
-This script:
+What it prints:
 
-1. runs that suite with that backend (``--backend``, default ``flag_gems``)
-   on ``--device`` (default ``cuda``) in ``--dtype`` (default ``float32``) for
-   ``--ops op1,op2`` or, with ``--shared``, for every op both flagprop's
-   report and the backend have, in a child process of this same script
-   (``--child``) bounded by ``--minutes`` (the child is restarted without the
-   op it died on, while time is left). BackendBench's command line fixes the
-   dtype at bfloat16, so the child calls its Python API as its command line
-   does: ``BackendBench.suite.opinfo.build_op_tests(device, dtype, filter)``,
-   the backend's mapping, ``BackendBench.eval.eval_one_op`` per op; it
-   writes one JSON line per event, so a run cut short keeps what it judged.
-   Where BackendBench's mapping names a ``flag_gems.ops`` function that this
-   FlagGems lacks, the backend is built anyway and that op is listed as
-   "not in this FlagGems" instead of failing the whole backend;
-2. reads flagprop's report.json (``--flagprop-report``, repeatable: e.g.
-   ``all`` and ``all-rest`` of ``matrix/run_gpu.sh OUT all-ops all-ops-rest``):
-   each result keyed ``P5/OP/DTYPE`` of ``--properties`` (default P5) in the
-   dtype, its status, reason, ``observations.explicit.failed`` and
-   counterexample. BackendBench names an op by its ATen overload
-   (``add.Tensor``, ``abs.default``); flagprop by the same overload with the
-   default overload's ``.default`` left off (``abs``);
-3. prints a Markdown table, one row per shared op: flagprop's status and the
-   first 80 characters of its reason, the peer's status, failing samples and
-   message, and a verdict: ``both``, ``flagprop only``, ``peer only``,
-   ``neither``, or ``not compared`` (a side skipped the op or has no sample
-   for it); then the totals, and for each op on which the two disagree the
-   counterexample flagprop shrank and the sample the peer failed on.
+1. a line on the peer's run: its commit, backend, device and dtype, torch,
+   how many ops it judged in how many seconds and why it stopped early, if it
+   did; the command of its (first) process; the ops of BackendBench's mapping
+   that this torch or this FlagGems lacks (left out, not failed);
+2. a Markdown table, one row per shared op, by verdict and then name:
+   flagprop's status and the first 80 characters of its reason (and its
+   failed explicit examples), the peer's status with its failing samples
+   and message, and a verdict: ``both``, ``flagprop only``, ``peer only``,
+   ``neither``, or ``not compared`` (with why: a side skipped it, the peer has
+   no OpInfo sample for it, the peer's mapping has no function for it);
+3. the totals, and for each op a side flags: flagprop's result key, reason and
+   shrunk counterexample, the peer's message and the sample it failed on.
 
-``--save-json FILE`` writes the peer's parsed results (and the command used);
-``--from-json FILE`` reads such a file instead of running the peer, so the
-table can be made without a GPU. Exit status: 0 when the table was printed,
-1 when the peer or a report could not be read, 2 on bad usage.
+How it gets them:
 
-Run (NVIDIA host, FlagGems on the path; see bench/README.md, "The peer:
-BackendBench")::
+- the peer runs in child processes of this same script (``--child``),
+  ``--jobs`` at once, each on its share of the ops, all bounded by
+  ``--minutes``; a child that dies inside an op (or loses the device) is
+  started again without that op, which is judged ``died``. BackendBench's
+  command line fixes the dtype at bfloat16, so a child calls its Python API
+  as that command line does: ``BackendBench.suite.opinfo.build_op_tests(
+  device, dtype, filter)``, the backend's mapping, then
+  ``BackendBench.eval.eval_one_op`` per op, and writes one JSON line per
+  event, so a run cut short keeps what it judged. Its device (``--device``,
+  default ``cuda``) and dtype (``--dtype``, default ``float32``) are those of
+  flagprop's run;
+- flagprop's side is report.json (``--flagprop-report``, repeatable: e.g.
+  the ``all`` and ``all-rest`` folders of ``matrix/run_gpu.sh``): each result
+  ``P5/OP/DTYPE`` of ``--properties`` (default P5) in the dtype; an op's cell
+  is its worst status;
+- names: BackendBench names an op by its ATen overload (``add.Tensor``,
+  ``abs.default``), flagprop by the same overload with the default
+  overload's ``.default`` left off (``abs``); ``--ops`` takes either.
 
-    PYTHONPATH=.targets/BackendBench-stubs:.targets/BackendBench:.targets/FlagGems/src \\
-      python3 bench/peer_backendbench.py --flagprop-report OUT/all \\
+``--ops a,b`` compares those ops; ``--shared`` every op both flagprop's report
+and the peer's backend have. ``--save-json FILE`` writes the peer's parsed
+results (with the commands used); ``--from-json FILE`` reads them instead of
+running the peer, so the table can be made without a GPU. ``--list-ops``
+prints the flagprop names of the ops BackendBench's mapping names (read from
+its source; ``--catalog FILE`` keeps those in a flagprop op list), for
+``flagprop run --op``. Exit status: 0 when the table was printed, 1 when
+the peer did not start or a report could not be read, 2 on bad usage.
+
+Run on an NVIDIA host (bench/README.md, "The peer: BackendBench", has the
+whole device command)::
+
+    PYTHONPATH=.targets/BackendBench-stubs:.targets/BackendBench:.targets/FlagGems/src:/tmp/site \\
+      python3 bench/peer_backendbench.py --flagprop-report OUT/args \\
       --backendbench .targets/BackendBench --stubs .targets/BackendBench-stubs \\
-      --shared --minutes 8 --save-json OUT/peer.json
+      --shared --jobs 8 --minutes 5 --save-json OUT/peer.json
 
 and without a GPU, from a saved peer result::
 
-    python3 bench/peer_backendbench.py --flagprop-report OUT/all --from-json OUT/peer.json --shared
+    python3 bench/peer_backendbench.py --flagprop-report OUT/args --from-json OUT/peer.json --shared
+
+Needs: for the peer, a Python with torch and ``expecttest`` (OpInfo's test
+helpers import it), FlagGems and what it imports (SQLAlchemy), BackendBench's
+checkout and stand-ins for the packages it imports only for its LLM and data
+set features (``--stubs``); for the table alone, Python 3.
 """
 
 import argparse
@@ -497,6 +514,7 @@ def table(fp_ops, peer, ops, args):
         if because:
             why[because] = why.get(because, 0) + 1
         rows.append((op, fp, pr, v, because))
+    rows.sort(key=lambda r: (VERDICTS.index(r[3]), r[4], r[0]))
     head = "BackendBench OpInfo (%s, %s, %s)" % (peer["backend"], peer["device"], peer["dtype"])
     print("| op | flagprop (%s, %s) | %s | verdict |" % ("+".join(args.properties), args.dtype, head))
     print("|---|---|---|---|")

@@ -7,7 +7,9 @@
 #                         segfaulting op, an op with two distinct faults), then
 #                         every reproducer (a distinct failure's too): < 60000 bytes,
 #                         no absolute path of this machine, exit 1 with the
-#                         python that has torch, exit 3 (and why) without torch.
+#                         python that has torch, exit 3 (and why) without torch;
+#                         and the reproducers of an installed copy (cmake --install)
+#                         run from outside the checkout, exit 1.
 # Included from the top-level CMakeLists.txt (after the flagprop target).
 set(_repro_dir "${CMAKE_CURRENT_SOURCE_DIR}/tests/repro")
 add_test(NAME repro_slim
@@ -19,7 +21,7 @@ add_test(NAME repro_checker_teeth
 add_test(NAME repro_end_to_end
   COMMAND "${Python_EXECUTABLE}" -B "${_repro_dir}/check_reproducers.py"
           --flagprop $<TARGET_FILE:flagprop> --python "${Python_EXECUTABLE}"
-          --source-dir "${CMAKE_CURRENT_SOURCE_DIR}")
+          --source-dir "${CMAKE_CURRENT_SOURCE_DIR}" --install)
 set_tests_properties(repro_slim repro_checker_teeth repro_end_to_end PROPERTIES
   TIMEOUT 300 ENVIRONMENT "FLAGPROP_SOURCE_DIR=${CMAKE_CURRENT_SOURCE_DIR}")
 set_tests_properties(repro_end_to_end PROPERTIES TIMEOUT 600)  # a full search and shrink per target (--no-db)

@@ -403,10 +403,11 @@ std::string codeVariables(const std::string& dir, const json& target, const Root
   json pythonPath = json::array();
   for (const auto& p : inst.value("python_path", json::array()))
     pythonPath.push_back(codePath(p.get<std::string>(), roots));
-  std::string flagpropRoot = "None";  // relative to the reproducer when the report is inside the checkout
+  // The files the run used (the checkout, or an installed copy's share
+  // folder), relative to the reproducer wherever the report is: inside the
+  // checkout, in a folder beside it, from an installed flagprop.
   const fs::path rootAbs = fs::path(dataRoot()).lexically_normal(), dirAbs = fs::absolute(dir).lexically_normal();
-  if (dirAbs.string().rfind(rootAbs.string() + "/", 0) == 0)
-    flagpropRoot = pyString(rootAbs.lexically_relative(dirAbs).string());
+  const std::string flagpropRoot = pyString(rootAbs.lexically_relative(dirAbs).string());
   std::string head = "INSTALLER_PATH = " + pyString(codePath(inst.value("path", std::string()), roots)) +
                      "  # the installer's source (installer mode \"source\")\n";
   head += "OPS_PATH = " + pyString(codePath(ops.value("path", std::string()), roots)) +
@@ -415,9 +416,10 @@ std::string codeVariables(const std::string& dir, const json& target, const Root
           "  # your FlagGems checkout's src folder (flag_gems kind \"source\")\n";
   head += "PYTHON_PATH = " + pyLiteral(pythonPath, 0) + "  # folders put first on sys.path for the installer\n";
   head +=
-      "# The flagprop checkout that holds the \"{ROOT}\" paths: $FLAGPROP_ROOT if set, else\n"
-      "# this (relative to this file's folder) if they are there, else the nearest\n"
-      "# folder above this file or above the current directory that holds them all.\n";
+      "# The flagprop files that hold the \"{ROOT}\" paths (the checkout, or an installed\n"
+      "# copy's share/flagprop): $FLAGPROP_ROOT if set, else this (the run's, relative to\n"
+      "# this file's folder) if they are there, else the nearest folder above this file\n"
+      "# or above the current directory that holds them all.\n";
   return head + "FLAGPROP_ROOT = " + flagpropRoot + "\n\n";
 }
 

@@ -16,8 +16,12 @@ reproducer of each distinct failure among them:
 * `PYTHON -I -S repro.py` (the same python without its site-packages, so
   without torch) exits 3 and says it cannot import torch.
 
-And for one reproducer: run from another folder it finds the checkout
-through $FLAGPROP_ROOT (exit 1), and without it says what to set (exit 2).
+And for one reproducer, copied to another folder and run there: it finds
+the flagprop files the run used through the path it records (exit 1), and
+through $FLAGPROP_ROOT (exit 1); with neither, it says what to set (exit 2).
+With --install, the same run by a copy installed with `cmake --install`
+(from a folder outside the checkout, its report outside too): every
+reproducer exits 1, run from yet another folder.
 
 Usage: check_reproducers.py --flagprop BIN --python PY --source-dir DIR
 [--work DIR] [--max-bytes N]; exit status 0 when every check holds, 1 when
@@ -99,7 +103,13 @@ def check_one(path, args, forbidden, problems, dump_root):
                 rel = os.path.relpath(os.path.join(folder, f), dump)
                 with open(os.path.join(folder, f), encoding="utf-8") as fh:
                     embedded[rel] = fh.read()
-    for where, body in [(name, text)] + [("%s (embedded %s)" % (name, rel), body) for rel, body in embedded.items()]:
+    # The one path a reproducer keeps is FLAGPROP_ROOT's, relative to its own
+    # folder (where the files of the run are); an absolute one is a finding.
+    text_checked = "\n".join(line for line in text.split("\n")
+                             if not (line.startswith("FLAGPROP_ROOT = ") and line[16:17] in ("'", '"')
+                                     and not line[17:18] == "/"))
+    for where, body in [(name, text_checked)] + [("%s (embedded %s)" % (name, rel), body)
+                                                 for rel, body in embedded.items()]:
         for p in forbidden:
             if p in body:
                 problems.append("%s: holds the absolute path %s" % (where, p))
@@ -122,22 +132,71 @@ def check_one(path, args, forbidden, problems, dump_root):
 
 
 def check_elsewhere(path, args, problems):
-    """Run from another folder: FLAGPROP_ROOT finds the checkout; without it, exit 2."""
+    """Copied to another folder and run there: the path it records finds the
+    files the run used (exit 1), so does FLAGPROP_ROOT (exit 1); with
+    neither (its recorded path set to None), exit 2 naming FLAGPROP_ROOT."""
     elsewhere = tempfile.mkdtemp(prefix="flagprop-repro-cwd-")
     copy = os.path.join(elsewhere, os.path.basename(path))
     shutil.copy(path, copy)
     try:
-        env = dict(os.environ, FLAGPROP_ROOT=os.path.abspath(args.source_dir))
-        rc, out = run([args.python, copy], cwd=elsewhere, env=env)
-        if rc != 1:
-            problems.append("%s run from %s with FLAGPROP_ROOT set exited %d, not 1:\n%s"
-                            % (os.path.basename(path), elsewhere, rc, out[-800:]))
         env = dict(os.environ)
         env.pop("FLAGPROP_ROOT", None)
         rc, out = run([args.python, copy], cwd=elsewhere, env=env)
-        if rc != 2 or "FLAGPROP_ROOT" not in out:
-            problems.append("%s run from %s without FLAGPROP_ROOT exited %d, not 2 naming FLAGPROP_ROOT:\n%s"
+        if rc != 1:
+            problems.append("%s copied to %s exited %d, not 1 (its recorded path did not find the files):\n%s"
                             % (os.path.basename(path), elsewhere, rc, out[-800:]))
+        rc, out = run([args.python, copy], cwd=elsewhere,
+                      env=dict(env, FLAGPROP_ROOT=os.path.abspath(args.source_dir)))
+        if rc != 1:
+            problems.append("%s run from %s with FLAGPROP_ROOT set exited %d, not 1:\n%s"
+                            % (os.path.basename(path), elsewhere, rc, out[-800:]))
+        with open(copy) as f:
+            text = f.read()
+        lines = [("FLAGPROP_ROOT = None" if line.startswith("FLAGPROP_ROOT = ") else line)
+                 for line in text.split("\n")]
+        with open(copy, "w") as f:
+            f.write("\n".join(lines))
+        rc, out = run([args.python, copy], cwd=elsewhere, env=env)
+        if rc != 2 or "FLAGPROP_ROOT" not in out:
+            problems.append("%s with no recorded path, run from %s without FLAGPROP_ROOT, exited %d, not 2 "
+                            "naming FLAGPROP_ROOT:\n%s" % (os.path.basename(path), elsewhere, rc, out[-800:]))
+    finally:
+        shutil.rmtree(elsewhere)
+
+
+def check_installed(args, problems):
+    """`cmake --install` the build of --flagprop into a folder of --work, run
+    the installed flagprop from a folder outside the checkout over two
+    failing fixtures (its report outside too), and run every reproducer it
+    wrote from yet another folder: each must exit 1."""
+    prefix = os.path.join(args.work, "installed")
+    rc, out = run(["cmake", "--install", os.path.dirname(os.path.abspath(args.flagprop)), "--prefix", prefix],
+                  cwd=args.work, timeout=300)
+    if rc != 0:
+        problems.append("cmake --install exited %d:\n%s" % (rc, out[-1500:]))
+        return
+    share = os.path.join(prefix, "share", "flagprop", "fixtures", "targets")
+    report = os.path.join(args.work, "installed-report")
+    cmd = [os.path.join(prefix, "bin", "flagprop"), "run", "--no-db", "--cases", "20", "--seed", "3",
+           "--report-dir", report]
+    for m in ("r5-silent-skip", "ops-returns-view"):
+        cmd += ["--manifest", os.path.join(share, m + ".json")]
+    env = dict(os.environ)
+    env.pop("FLAGPROP_ROOT", None)
+    rc, out = run(cmd, cwd=args.work, env=env, timeout=600)
+    folder = os.path.join(report, "reproducers")
+    files = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    if not files:
+        problems.append("the installed flagprop wrote no reproducers (exit %d):\n%s" % (rc, out[-2000:]))
+        return
+    elsewhere = tempfile.mkdtemp(prefix="flagprop-repro-installed-cwd-")
+    try:
+        for f in files:
+            rc, out = run([args.python, os.path.join(folder, f)], cwd=elsewhere, env=env)
+            print("%-70s installed copy, run from elsewhere: exit %d" % (f, rc))
+            if rc != 1:
+                problems.append("%s (installed copy) run from %s exited %d, not 1:\n%s"
+                                % (f, elsewhere, rc, out[-800:]))
     finally:
         shutil.rmtree(elsewhere)
 
@@ -175,6 +234,8 @@ def check_run(args):
     install = [p for p in files if constants(p).get("KIND") == "install"]
     if install:
         check_elsewhere(install[0], args, problems)
+    if args.install:
+        check_installed(args, problems)
     return problems
 
 
@@ -220,6 +281,7 @@ def main(argv=None):
     p.add_argument("--source-dir", help="the flagprop checkout")
     p.add_argument("--work", help="a folder for the report (default: a new temporary one)")
     p.add_argument("--max-bytes", type=int, default=60000)
+    p.add_argument("--install", action="store_true", help="also check the reproducers of an installed copy")
     p.add_argument("--self-test", action="store_true")
     args = p.parse_args(argv)
     if args.self_test:

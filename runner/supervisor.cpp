@@ -42,7 +42,7 @@ std::vector<std::string> childArgs(const SupervisorOptions& opts, const std::str
   if (!opts.quiet && isatty(STDOUT_FILENO)) a.push_back("--progress");
   if (!t.claimDir.empty())
     a.insert(a.end(),
-             {"--claim-dir", t.claimDir, "--shard", std::to_string(t.shardIndex) + "/" + std::to_string(t.shardCount)});
+             {"--claim-dir", t.claimDir, "--job", std::to_string(t.shardIndex) + "/" + std::to_string(t.shardCount)});
   if (opts.optionArgs) {
     const auto more = opts.optionArgs(opts);
     a.insert(a.end(), more.begin(), more.end());

@@ -435,7 +435,7 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
     if (!found) {  // excluded (a registered overload flagprop cannot sample or judge): a skip with the reason
       const std::string dtype = t.dtypes.empty() ? kFloating[0] : t.dtypes[0];
       for (const auto* d : defs)
-        if (d->reportsExcluded && sel.takes(d->id, name, dtype))
+        if (d->reportsExcluded && sel.takes(d->id, name, dtype) && sel.inPart(t.name, name, dtype))
           out.push_back({d, nullptr, name, dtype, "excluded: " + whyExcluded(name)});
       continue;
     }
@@ -453,7 +453,7 @@ std::vector<PlannedOpRun> planOpRuns(const Target& t, const std::vector<const Pr
       // that takes it, or a skip that says why none does.
       const OpEntry* e = targetEntry(t, name, dtype);
       for (const auto* d : defs)
-        if (sel.takes(d->id, name, dtype))
+        if (sel.takes(d->id, name, dtype) && sel.inPart(t.name, name, dtype))
           out.push_back({d, e, name, dtype, e ? "" : "not run in " + dtype + ": " + whyNotIn(name, dtype, fallback)});
     }
   }

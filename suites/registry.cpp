@@ -236,6 +236,16 @@ bool Selection::takes(const std::string& id, const std::string& op, const std::s
   return false;
 }
 
+bool Selection::inPart(const std::string& target, const std::string& op, const std::string& dtype) const {
+  if (parts <= 1) return true;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits: the same on every host
+  for (const char c : target + "|" + op + "|" + dtype) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return static_cast<int>(h % static_cast<uint64_t>(parts)) == part;
+}
+
 std::vector<std::string> plannedKeys(const Target& t, const Selection& sel) {
   const auto ids = targetProperties(t);
   std::vector<std::string> keys;
@@ -244,7 +254,7 @@ std::vector<std::string> plannedKeys(const Target& t, const Selection& sel) {
     if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) continue;
     if (d.scope == PropertyDef::Scope::Op)
       opDefs.push_back(&d);
-    else if (sel.takes(d.id))
+    else if (sel.takes(d.id) && sel.inPart(t.name))
       keys.push_back(d.id);
   }
   if (!opDefs.empty())
@@ -260,7 +270,7 @@ std::vector<PropertyRun> planRuns(TargetSession& session, const Selection& sel) 
     if (std::find(ids.begin(), ids.end(), d.id) == ids.end()) continue;
     if (d.scope == PropertyDef::Scope::Op) {
       opDefs.push_back(&d);
-    } else if (sel.takes(d.id)) {
+    } else if (sel.takes(d.id) && sel.inPart(session.target().name)) {
       runs.push_back(installerRun(session, d));
     }
   }

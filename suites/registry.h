@@ -107,6 +107,14 @@ struct Selection {
   /// property (no op) is taken when `properties` names it, or when nothing
   /// at all is selected (not by `ops` / `dtypes` alone).
   bool takes(const std::string& id, const std::string& op = "", const std::string& dtype = "") const;
+  /// --shard I/N: this run is part `part` (0-based) of `parts` disjoint,
+  /// deterministic parts of the whole run; 1: the whole run.
+  int part = 0, parts = 1;
+  /// Whether target `target`'s runs of `op` in `dtype` (both "" for its
+  /// installer properties) are in this part: a stable hash (FNV-1a) of
+  /// "TARGET|OP|DTYPE" modulo `parts`. An op and dtype's runs stay together
+  /// (P6 judges P5's observations), so do a target's installer properties.
+  bool inPart(const std::string& target, const std::string& op = "", const std::string& dtype = "") const;
 };
 
 /// The property runs of `session`'s target under `sel`, in order: the

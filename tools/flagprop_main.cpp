@@ -15,6 +15,7 @@
 
 #include "core/python.h"
 #include "suites/registry.h"
+#include "tools/merge.h"
 #include "tools/options.h"
 
 #include <ext/stdio_filebuf.h>
@@ -58,6 +59,10 @@ usage:
   flagprop drafts REPORT_DIR    write a bug-report draft per distinct failure of a
                                 report (REPORT_DIR/drafts/); `run` writes them too
   flagprop html REPORT_DIR      write REPORT_DIR/report.html from its report.json
+  flagprop merge DIR... [--report-dir OUT]
+                                one report of a run split with --shard I/N (each part's
+                                report folder): every result once, with its part and host;
+                                exit 1 when a part is missing or was stopped
   flagprop diff OLD NEW         what changed between two runs' report folders (or
                                 REPORT_DIR --pins OLD_PIN NEW_PIN: two pins of one
                                 matrix run): new failures, fixed, changed, coverage
@@ -288,13 +293,13 @@ std::pair<std::vector<std::string>, size_t> selectedRuns(const Target& t, const 
     const PropertyDef* d = findProperty(id);
     if (!d) continue;
     if (d->scope != PropertyDef::Scope::Op) {
-      if (sel.takes(id)) props.push_back(id);
+      if (sel.takes(id) && sel.inPart(t.name)) props.push_back(id);
       continue;
     }
     bool any = false;
     for (const auto& op : ops)
       for (const auto& dt : dtypes)
-        if (sel.takes(id, op, dt)) {
+        if (sel.takes(id, op, dt) && sel.inPart(t.name, op, dt)) {
           any = true;
           opsTaken.insert(op);
           break;
@@ -388,6 +393,10 @@ json runInfo(const Cli& cli, const std::string& self, const std::vector<std::str
                {"manifests", json::array()}};
   if (!cli.target.run.reproduce.empty()) info["reproduce"] = cli.target.run.reproduce;
   for (const auto& m : cli.manifests) info["manifests"].push_back(fs::absolute(m).string());
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) info["host"] = std::string(host);
+  const Selection& sel = cli.target.selection;
+  if (sel.parts > 1) info["shard"] = {{"index", sel.part + 1}, {"count", sel.parts}};
   return info;
 }
 
@@ -571,7 +580,10 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     else
       ++unselected;
   }
-  if (chosen.empty() && errors.empty()) return nothingToRun(cli, planned);
+  // A part of a split run may hold nothing of a small selection: an empty
+  // report, still merged with the others, is its answer.
+  const bool part = cli.target.selection.parts > 1;
+  if (chosen.empty() && errors.empty() && !part) return nothingToRun(cli, planned);
   if (cli.list) return listTargets(cli, chosen, errors, unselected);
   if (!cli.isolate && chosen.size() != 1) {
     std::cerr << "flagprop: --no-isolate runs exactly one target; this run has " << chosen.size() << std::endl;
@@ -605,7 +617,81 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   }
   std::cout << "report: " << shownPath(dir + "/report.md") << " (and report.html, report.json, junit/, drafts/, "
             << "reproducers/)" << std::endl;
+  if (part && docs.empty()) {
+    std::cout << "verdict: this part (--shard) holds no run of the selection: exit 0" << std::endl;
+    return 0;
+  }
   return runExitStatus(report, docs);
+}
+
+// The verdict line of a merged report: the parts missing or stopped first;
+// its exit status (runExitStatus's, 1 where a part is missing).
+int mergeExitStatus(const Merged& m, const json& report) {
+  auto list = [](const std::vector<int>& v) {
+    std::string out;
+    for (int i : v) out += (out.empty() ? "" : ", ") + std::to_string(i);
+    return out;
+  };
+  const int count = m.provenance.at("merged").value("count", 1);
+  if (!m.missing.empty())
+    std::cout << "verdict: part(s) " << list(m.missing) << " of " << count
+              << " missing: the merged report is not the whole run: exit 1" << std::endl;
+  if (!m.incomplete.empty())
+    std::cout << "verdict: part(s) " << list(m.incomplete) << " of " << count
+              << " stopped before every run ran (--budget or an interruption): exit 1" << std::endl;
+  const int status = runExitStatus(report, m.targets);
+  return m.missing.empty() && m.incomplete.empty() ? status : std::max(status, 1);
+}
+
+// `flagprop merge DIR... [--report-dir OUT]` (tools/merge.h).
+int mergeReportsCommand(const std::vector<std::string>& args) {
+  std::vector<std::string> dirs;
+  std::string out = "flagprop-merged";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--report-dir" && i + 1 < args.size())
+      out = args[++i];
+    else if (args[i].rfind("--report-dir=", 0) == 0)
+      out = args[i].substr(13);
+    else if (args[i].rfind("--", 0) == 0) {
+      std::cerr << "flagprop: merge: unknown option '" << args[i] << "' (try flagprop merge --help)\n";
+      return 2;
+    } else
+      dirs.push_back(args[i]);
+  }
+  if (dirs.empty() || out.empty()) {
+    std::cerr << "flagprop: usage: flagprop merge DIR... [--report-dir OUT]\n";
+    return 2;
+  }
+  const std::string dir = fs::absolute(out).lexically_normal().string();
+  const Merged m = mergeParts(dirs, dir);
+  if (!m.error.empty()) {
+    std::cerr << "flagprop: merge: " << m.error << "\n";
+    return 2;
+  }
+  int lockFd = -1;
+  if (const std::string why = prepareReportDir(out, lockFd); !why.empty()) {
+    std::cerr << "flagprop: " << why << std::endl;
+    return 2;
+  }
+  std::vector<std::string> notWritten;
+  for (const auto& [from, to] : m.copies) {
+    std::error_code ec;
+    fs::create_directories(fs::path(to).parent_path(), ec);
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) notWritten.push_back(to + ": " + ec.message());
+  }
+  std::cout << "flagprop " << FLAGPROP_VERSION << ": merged " << dirs.size() << " of "
+            << m.provenance.at("merged").value("count", 1) << " part(s), " << m.targets.size()
+            << " target(s), report in " << shownPath(dir) << std::endl;
+  const json report = mergeReport(m.targets, m.provenance);
+  for (auto& line : renderReport(report, dir, RenderOptions{}, std::cout)) notWritten.push_back(std::move(line));
+  if (!notWritten.empty()) {
+    std::cout << "flagprop: report incomplete: " << notWritten.size() << " report file(s) not written:" << std::endl;
+    for (const auto& w : notWritten) std::cout << "  " << w << std::endl;
+    return kReportIncomplete;
+  }
+  std::cout << "report: " << shownPath(dir + "/report.md") << std::endl;
+  return mergeExitStatus(m, report);
 }
 
 // `flagprop ops` and `flagprop properties`: what a run can select.
@@ -697,6 +783,12 @@ void printHelp(const std::string& command) {
        "usage: flagprop drafts REPORT_DIR\n\nWrites a bug-report draft per distinct failure of a report "
        "(REPORT_DIR/drafts/); `flagprop run` writes them too.\n"},
       {"html", "usage: flagprop html REPORT_DIR\n\nWrites REPORT_DIR/report.html from its report.json.\n"},
+      {"merge",
+       "usage: flagprop merge DIR... [--report-dir OUT]\n\nOne report (report.json, report.md, report.html, "
+       "JUnit, drafts, the parts' reproducers) of a run split into N parts with --shard I/N, from each part's "
+       "report folder: every result once, marked with its part and host. Parts of different runs, a part given "
+       "twice or a result in two parts are refused (exit 2); a part missing or stopped is named in the verdict "
+       "(exit 1). Default OUT: flagprop-merged.\n"},
       {"ops",
        "usage: flagprop ops [--flaggems | NAME...]\n\nThe hand-written catalog (op, dtypes, ATen schema); "
        "with --flaggems every overload FlagGems registers and how flagprop judges it or why it is "
@@ -774,6 +866,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (args[0] == "diff") return diffCommand({args.begin() + 1, args.end()});
+  if (args[0] == "merge" && std::find(args.begin(), args.end(), "--help") == args.end())
+    return mergeReportsCommand({args.begin() + 1, args.end()});
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
       printHelp(args[0]);

@@ -144,14 +144,29 @@ std::string applyReproduce(Cli& cli, const std::string& v) {
   return "";
 }
 
-std::string applyShard(Cli& cli, const std::string& v) {
+// K/N into k and n; "" or the usage error (`first`: K's least value, 0 or 1).
+std::string fraction(const std::string& flag, const std::string& v, unsigned long long first, unsigned long long& k,
+                     unsigned long long& n) {
   const auto slash = v.find('/');
-  unsigned long long k = 0, n = 0;
   if (slash == std::string::npos || !number(v.substr(0, slash), k) || !number(v.substr(slash + 1), n) || n == 0 ||
-      n > 4096 || k >= n)
-    return "--shard needs K/N with 0 <= K < N <= 4096";
+      n > 4096 || k < first || k >= n + first)
+    return flag + " needs I/N with " + std::to_string(first) + " <= I " + (first ? "<=" : "<") + " N <= 4096";
+  return "";
+}
+
+std::string applyJob(Cli& cli, const std::string& v) {
+  unsigned long long k = 0, n = 0;
+  if (const std::string why = fraction("--job", v, 0, k, n); !why.empty()) return why;
   cli.target.shardIndex = static_cast<int>(k);
   cli.target.shardCount = static_cast<int>(n);
+  return "";
+}
+
+std::string applyShard(Cli& cli, const std::string& v) {
+  unsigned long long k = 0, n = 0;
+  if (const std::string why = fraction("--shard", v, 1, k, n); !why.empty()) return why;
+  cli.target.selection.part = static_cast<int>(k - 1);
+  cli.target.selection.parts = static_cast<int>(n);
   return "";
 }
 
@@ -397,6 +412,15 @@ std::vector<OptionSpec> consoleOptions() {
        "run the (one) target in this process (for debugging: code under test that ends the process ends the "
        "run, report unwritten)",
        flag([](Cli& c) { c.isolate = false; })},
+      {"--shard", "I/N", "Selection::part", "plan",
+       "run only the I-th (1 .. N) of N disjoint, deterministic parts of the run: every target's runs of one op and "
+       "dtype (or its installer properties) go to one part by a stable hash; the N parts' reports, merged with "
+       "flagprop merge, are the whole run's (docs/gpus.md)",
+       applyShard,
+       [](const SupervisorOptions& o, std::vector<std::string>& a) {
+         const Selection& s = o.target.selection;
+         if (s.parts > 1) add(a, {"--shard", std::to_string(s.part + 1) + "/" + std::to_string(s.parts)});
+       }},
       {"--unverified", "", "TargetRunOptions::unverified", "plan",
        "run targets whose pinned files or versions do not match (normally a target error); every result is "
        "marked unverified",
@@ -445,8 +469,7 @@ std::vector<OptionSpec> plumbingOptions() {
                     return std::string();
                   }),
        nullptr, true},
-      {"--shard", "K/N", "TargetRunOptions::shardIndex", "process", "", targetOnly("--shard", applyShard), nullptr,
-       true},
+      {"--job", "K/N", "TargetRunOptions::shardIndex", "process", "", targetOnly("--job", applyJob), nullptr, true},
       {"--progress", "", "Cli::progress", "report", "", flag([](Cli& c) { c.progress = true; }), nullptr, true},
   };
 }

@@ -140,7 +140,10 @@ void writeText(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());  // nothing half-written is left behind
     throw FileError("cannot write " + path + " (" + step + ": " + why + ")");
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file of its own: whatever is at the temporary name (a symbolic
+  // link the code under test planted there) is removed, not written through.
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) fail("open");
   for (size_t done = 0; done < text.size();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

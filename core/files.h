@@ -38,7 +38,9 @@ void removeTree(const std::string& path);
 /// instead of failing the whole report.
 std::string jsonText(const nlohmann::json& j);
 
-/// Writes `text` to `path` atomically (a temporary file, then rename).
+/// Writes `text` to `path` atomically (a new temporary file, made with
+/// O_EXCL | O_NOFOLLOW after removing whatever was at its name, so a
+/// symbolic link planted there is not written through; then rename).
 /// Throws FileError naming the path and the reason ("cannot write P (write:
 /// No space left on device)"); the temporary file is removed on failure.
 void writeText(const std::string& path, const std::string& text);

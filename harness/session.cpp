@@ -8,6 +8,8 @@
 #include "core/tensor_bridge.h"
 
 #include <chrono>
+
+#include <sys/stat.h>
 #include <cstdlib>
 
 namespace flagprop {
@@ -169,6 +171,14 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
   json out;
   double sandboxUs = 0;
   {
+    // The file mode mask is process state the Python sandbox cannot see: an
+    // op's os.umask(0o777) made every file flagprop wrote after it unreadable.
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    struct MaskBack {
+      mode_t m;
+      ~MaskBack() { ::umask(m); }
+    } maskBack{mask};
     const auto s0 = std::chrono::steady_clock::now();
     Sandbox sb;
     const auto s1 = std::chrono::steady_clock::now();

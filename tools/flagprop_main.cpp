@@ -348,6 +348,28 @@ std::vector<Planned> planTargets(const std::vector<std::string>& manifests, json
   return out;
 }
 
+// A manifest given with --manifest that cannot be read or loaded (not
+// JSON, not a manifest, an unknown field or catalog op, a matrix that
+// cannot be read) is bad input, like a missing one: one line each on
+// stderr, before any report folder is made. A target a readable matrix
+// lists that cannot be loaded stays a target error in the report: the
+// matrix runs the rest. Returns how many were printed.
+int badManifests(const std::vector<std::string>& given, const json& errors, const std::vector<Planned>& planned) {
+  std::set<std::string> direct;
+  for (const auto& m : given) direct.insert(fs::absolute(m).lexically_normal().string());
+  int n = 0;
+  for (const auto& d : errors) {
+    std::cerr << "flagprop: " << d.value("error", std::string("cannot read ") + d.value("manifest", "")) << "\n";
+    ++n;
+  }
+  for (const auto& t : planned)
+    if (!t.error.empty() && direct.count(fs::absolute(t.path).lexically_normal().string())) {
+      std::cerr << "flagprop: " << t.error << "\n";
+      ++n;
+    }
+  return n;
+}
+
 bool matchesAny(const std::vector<std::string>& patterns, const Planned& t) {
   if (patterns.empty()) return true;
   const std::string stem = fs::path(t.path).stem().string();
@@ -571,6 +593,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
   if (cli.manifests.empty()) cli.manifests.push_back(defaultManifest());
   json errors = json::array();  // manifests that could not be read
   auto planned = planTargets(cli.manifests, errors);
+  if (const int bad = badManifests(cli.manifests, errors, planned); bad > 0) return 2;
   std::vector<Planned> chosen;
   size_t unselected = 0;
   for (auto& t : planned) {

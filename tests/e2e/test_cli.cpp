@@ -1254,10 +1254,10 @@ TEST(Cli, ACorrectOpPrintingNonAsciiTextPassesInAnyLocale) {
 }
 
 // A process that dies between cases (CPU ATen's heap corruption noticed at
-// a later allocation; here a thread of the op's that waits for no case to be
-// in flight) after it judged runs: a fresh process goes on with the runs
-// left, every run judged, the death listed (it ended the target, the runs
-// left errors).
+// a later allocation; here the op empties the in-flight record, what the
+// supervisor sees with no case in flight, then sends itself SIGSEGV) after
+// it judged runs: a fresh process goes on with the runs left, every run
+// judged, the death listed (it ended the target, the runs left errors).
 TEST(Cli, ADeathBetweenCasesGoesOnInAFreshProcess) {
   const fs::path dir = testDir("between-cases");
   std::string out;
@@ -1636,12 +1636,20 @@ TEST(Cli, ASelectionEndsInAsManyResultsAsItNames) {
     else if (r.value("key", "") == "P5/histc/int32")  // "histogram_cpu" not implemented for 'Int'
       EXPECT_EQ(r.value("reason", "").rfind("not run in int32: CPU ATen takes no int32", 0), 0u)
           << r.value("reason", "");
-  // A name that resolves to no overload is a one-line target error naming it.
+  // A name that resolves to no overload is bad input, as a missing manifest
+  // or one that is not JSON is: one line naming it, exit 2, no report folder.
   json bad = manifest;
   bad["catalog"] = {"mm", "no_such_op.Tensor"};
   std::ofstream(dir / "bad.json") << bad.dump(2);
-  EXPECT_NE(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out),
-            0);
+  std::ofstream(dir / "notjson.json") << "{not json";
+  for (const char* m : {"bad.json", "notjson.json", "missing.json"}) {
+    EXPECT_EQ(sh(kFp + " run --manifest " + (dir / m).string() + " --report-dir " + (dir / "rb").string(), &out), 2)
+        << m << ": " << out;
+    EXPECT_FALSE(fs::exists(dir / "rb")) << m << ": a report folder for bad input";
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << m << ": " << out;
+  }
+  EXPECT_EQ(sh(kFp + " run --manifest " + (dir / "bad.json").string() + " --report-dir " + (dir / "rb").string(), &out),
+            2);
   EXPECT_NE(out.find("names op 'no_such_op.Tensor'"), std::string::npos) << out;
   flagprop::removeTree(dir.string());
 }

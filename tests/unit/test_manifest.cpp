@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 
 namespace flagprop {
@@ -223,6 +225,22 @@ TEST(Manifest, HashMismatchNamesBothHashes) {
   EXPECT_NE(e.find("installer sha256 mismatch"), std::string::npos) << e;
   EXPECT_NE(e.find("expected " + zeros), std::string::npos) << e;
   EXPECT_NE(e.find("saw " + sha256File(kInstaller)), std::string::npos) << e;
+}
+
+// A symbolic link planted at writeText's temporary name (the code under
+// test can guess it: the path, the pid, ".tmp") is not written through: the
+// file it points at keeps its text, and the report file is written.
+TEST(Files, AWriteDoesNotFollowALinkPlantedAtItsTemporaryName) {
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-planted-" + std::to_string(getpid()));
+  removeTree(dir.string());
+  fs::create_directories(dir);
+  const fs::path victim = dir / "victim", target = dir / "report.json";
+  std::ofstream(victim) << "keep";
+  fs::create_symlink(victim, target.string() + "." + std::to_string(getpid()) + ".tmp");
+  writeText(target.string(), "written");
+  EXPECT_EQ(readFile(victim.string()), "keep");
+  EXPECT_EQ(readFile(target.string()), "written");
+  removeTree(dir.string());
 }
 
 TEST(Files, RemoveTreeRemovesEverythingBelowAndNothingElse) {

@@ -32,6 +32,10 @@
 #          default 3; FLAGPROP_SHRINK_TIME=0 FLAGPROP_DISTINCT=1: each overload's verdict, unshrunk,
 #          before any further search); a coverage table, where the time went per
 #          op family, and the failures, one line each
+#   all-ops-dtypes  every registered overload in the default dtypes (matrix/targets/h200-flaggems-all-dtypes.json)
+#          in $FLAGPROP_SHARDS parts (--shard, default 2) at once, $FLAGPROP_JOBS processes in all, each part
+#          within --budget $FLAGPROP_BUDGET s, merged by flagprop merge into $OUTDIR/all-dtypes; the coverage
+#          of each part and of the merge
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
@@ -210,6 +214,24 @@ for MODE in "$@"; do
       echo "== streams-timing: exit $?"
       grep -E "P7 stream|P9 A/B" "$OUTDIR/st.log"
       $PY -c "import json; t=json.load(open('$OUTDIR/streams-timing/report.json'))['targets'][0]; print('native witness:', t['provenance']['native_runtime'])" ;;
+    all-ops-dtypes)  # every overload in the default dtypes, in $FLAGPROP_SHARDS parts (--shard, default 2) run at
+      # once on the one GPU ($FLAGPROP_JOBS processes in all), merged (flagprop merge) into $OUTDIR/all-dtypes
+      t0=$SECONDS
+      n=${FLAGPROP_SHARDS:-2}
+      parts=()
+      for i in $(seq 1 "$n"); do
+        $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs $(( ${FLAGPROP_JOBS:-16} / n )) --shard "$i/$n" \
+          --budget "${FLAGPROP_BUDGET:-420}" --shrink-time "${FLAGPROP_SHRINK_TIME:-10}" \
+          --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-1}" \
+          --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all-dtypes.json \
+          --report-dir "$OUTDIR/part$i" >"$OUTDIR/part$i.log" 2>&1 &
+        parts+=("$OUTDIR/part$i")
+      done
+      wait
+      $FP merge "${parts[@]}" --report-dir "$OUTDIR/all-dtypes" >"$OUTDIR/merge.log" 2>&1
+      echo "== all-ops-dtypes: $n parts merged, exit $? in $((SECONDS - t0)) s"
+      tail -3 "$OUTDIR/merge.log"
+      for d in "${parts[@]}" "$OUTDIR/all-dtypes"; do echo "== coverage of $d"; $PY matrix/coverage.py "$d" | tail -4; done ;;
     all-ops)
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \

@@ -447,6 +447,10 @@ std::string caseVariables(const json& target, const json& provenance, const Prop
   head += "# The case (shrunk), as flagprop.judging.checks.check takes it.\n";
   head += "CASE = " + pyLiteral(roots.data(outcome.counterexample)) + "\n";
   head += "JUDGING = " + pyLiteral(roots.data(outcome.judging)) + "\n";
+  head +=
+      "# Earlier calls run first, in order, in the same process (a failure that needs them:\n"
+      "# [{\"key\": run key, \"kind\", \"case\", \"judging\"}]); empty: the case alone.\n";
+  head += std::string(kPrefixLine) + "\n";
   if (outcome.checkKind == "op") {
     head +=
         "# The inputs the run built from those layouts (\"call.input\": their values), which\n"
@@ -478,6 +482,19 @@ std::string writeReproducer(const std::string& dir, const json& target, const js
   const std::string table = moduleTable(outcome.checkKind, budget, note);
   writeText(path, head + comment(display(note, roots)) + table + tail);
   return path;
+}
+
+void setReproducerPrefix(const std::string& path, const json& prefix, const std::string& reason) {
+  std::string text = readFile(path);
+  const size_t at = text.find(std::string("\n") + kPrefixLine + "\n");
+  if (at == std::string::npos) throw FileError(path + ": no " + kPrefixLine + " line to replace");
+  text.replace(at + 1, std::string(kPrefixLine).size(), "PREFIX = " + pyLiteral(prefix));
+  const size_t r = text.find("\nREASON = ");
+  if (r != std::string::npos) {
+    const size_t end = text.find('\n', r + 1);
+    text.replace(r + 1, end - r - 1, "REASON = " + pyString(reason));
+  }
+  writeText(path, text);
 }
 
 }  // namespace flagprop

@@ -34,4 +34,14 @@ namespace flagprop {
 std::string writeReproducer(const std::string& dir, const json& target, const json& provenance,
                             const PropertyOutcome& outcome, const std::string& nameSuffix = "");
 
+/// The line of a reproducer that holds its earlier calls when it has none.
+constexpr const char* kPrefixLine = "PREFIX = []";
+
+/// Rewrites the reproducer at `path` (written by writeReproducer) to run
+/// `prefix` (a JSON array of {"key", "kind", "case", "judging"}, the calls
+/// of its process that the failure needs, in order) before its case, with
+/// `reason` as its finding. Throws FileError when the file cannot be read
+/// or written or holds no kPrefixLine line.
+void setReproducerPrefix(const std::string& path, const json& prefix, const std::string& reason);
+
 }  // namespace flagprop

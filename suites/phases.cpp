@@ -5,7 +5,9 @@
 #include <rapidcheck/detail/Configuration.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <stdexcept>
 
@@ -173,6 +175,26 @@ void InflightRecord::end() const noexcept {
   }
 }
 
+HistoryLog& HistoryLog::of(const std::string& path) {
+  static std::map<std::string, std::unique_ptr<HistoryLog>> logs;
+  auto& log = logs[path];
+  if (!log) log.reset(new HistoryLog(path));
+  return *log;
+}
+
+void HistoryLog::append(const std::string& key, const std::string& kind, const json& caseJson, const json& judging) {
+  if (broken_ || path_.empty()) return;
+  std::ofstream f(path_, started_ ? std::ios::app : std::ios::trunc);
+  started_ = true;
+  f << json{{"key", key}, {"kind", kind}, {"case", caseJson}, {"judging", judging}}.dump() << "\n";
+  f.flush();
+  if (!f) {
+    broken_ = true;
+    return;
+  }
+  ++calls_;
+}
+
 void ShrinkClock::onShrinkTried(const rc::detail::CaseDescription&, bool ok) {
   ++tried;
   accepted += ok ? 1 : 0;
@@ -240,6 +262,8 @@ RunState::RunState(const PropertyRun& r, const RunOptions& o, ReproduceMap rep)
 std::variant<json, CaseFailure> RunState::judgeOnce(const Case& c, const std::string& sampler, const json& extra,
                                                     bool again) {
   inflight.begin(out.key(), c.value, sampler, extra);
+  if (!opts.historyPath.empty() && run.checkKind == "op")
+    HistoryLog::of(opts.historyPath).append(out.key(), run.checkKind, c.value, run.judging);
   struct Landed {  // emptied when the case ends however it ends
     const InflightRecord& r;
     ~Landed() { r.end(); }
@@ -289,6 +313,12 @@ bool RunState::runOver() const { return (tally.judgedHere > 0 || shrink.since) &
 
 PropertyOutcome RunState::finish() {
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (out.status == "fail" && !opts.historyPath.empty() && run.checkKind == "op") {
+    // The calls this process judged up to here: what a failure that does
+    // not recur alone may need before it (tools/confirm.h).
+    const HistoryLog& log = HistoryLog::of(opts.historyPath);
+    if (!log.broken()) out.observations["history"] = {{"file", log.path()}, {"calls", log.calls()}};
+  }
   if (run.finish) run.finish(out);
   return out;
 }

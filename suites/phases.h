@@ -78,6 +78,31 @@ class InflightRecord {
   std::string inflightPath_, stagePath_;
 };
 
+/// The op calls a target process judged, in order: one JSON line each,
+/// {"key": run key, "kind": check kind, "case": the case, "judging": the
+/// catalog entry's judging spec}, appended to RunOptions::historyPath as
+/// each case starts. A failure that does not recur alone in a fresh process
+/// is searched for the earlier calls it needs (tools/confirm.h). One log per
+/// path and process; the file is emptied when this process first writes it.
+class HistoryLog {
+ public:
+  /// The log of `path` in this process (made on first use).
+  static HistoryLog& of(const std::string& path);
+  /// Appends one call; a write that fails stops the log (calls() then
+  /// stays where it was and broken() is true), never the run.
+  void append(const std::string& key, const std::string& kind, const json& caseJson, const json& judging);
+  /// Calls written so far.
+  size_t calls() const { return calls_; }
+  bool broken() const { return broken_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit HistoryLog(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  size_t calls_ = 0;
+  bool started_ = false, broken_ = false;
+};
+
 /// The shrinking of one RapidCheck search, and the listener RapidCheck tells
 /// of each shrink candidate it tried. RapidCheck runs the property body
 /// again on cases it has judged (the current smallest, to draw its shrinks;

@@ -37,6 +37,10 @@ struct RunOptions {
   /// "case": the case's JSON}), so that a parent whose child process died
   /// on it knows the case; empty: not written.
   std::string inflightPath;
+  /// Where this process logs the op calls it judges (phases::HistoryLog),
+  /// so that a failure that does not recur alone can be searched for the
+  /// calls before it that it needs; empty: not logged.
+  std::string historyPath;
   /// The stage file of flagprop.engine.ops._stage ($FLAGPROP_STAGE_FILE): emptied
   /// as each case starts, so that the stage read there is the case's own
   /// (none until an op case reaches its reference); empty: not touched.

@@ -133,9 +133,8 @@ class Section {
     const std::string abs = resolve(base, p);
     std::error_code ec;
     if (!(folder ? fs::is_directory(abs, ec) : fs::is_regular_file(abs, ec)))
-      fail("'" + p + "' is not an existing " + std::string(folder ? "folder" : "regular file") + " (resolved to " +
-               abs + ")",
-           key);
+      throw MissingPathError(origin_ + ": field '" + prefix_ + key + "' '" + p + "' is not an existing " +
+                             std::string(folder ? "folder" : "regular file") + " (resolved to " + abs + ")");
     return abs;
   }
 

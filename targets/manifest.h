@@ -21,6 +21,15 @@ class ManifestError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A well-formed manifest whose code under test is not where it says (a
+/// path field naming no existing file or folder): the target cannot run
+/// here, which a report states as a target error (bad input is the rest
+/// of ManifestError).
+class MissingPathError : public ManifestError {
+ public:
+  using ManifestError::ManifestError;
+};
+
 /// Limits on a manifest file: larger files and deeper nesting are errors
 /// (a manifest is a few hundred bytes, a few levels deep).
 constexpr uint64_t kManifestMaxBytes = 1 << 20;

@@ -15,6 +15,8 @@
 
 #include "core/python.h"
 #include "suites/registry.h"
+#include "targets/manifest.h"
+#include "tools/confirm.h"
 #include "tools/merge.h"
 #include "tools/options.h"
 
@@ -194,6 +196,8 @@ int runTargetCommand(const Cli& cli) {
     opts.progressFd = cli.progress ? cli.consoleFd : -1;
   }
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
+  // The op calls this process judges, for a failure that does not recur alone (tools/confirm.h).
+  opts.run.historyPath = outPath + ".history." + std::to_string(getpid()) + ".jsonl";
   opts.docPath = outPath;
   opts.exitOnDeviceLost = true;
   opts.run.stagePath = outPath + ".stage";  // and this (flagprop.engine.ops._stage), emptied as each case starts
@@ -274,6 +278,7 @@ std::string bounded(std::string s, size_t n = 80) { return s.size() > n ? s.subs
 // loaded, why (a target error in the report).
 struct Planned {
   std::string path, name, error;
+  bool missingPath = false;  ///< error: its code under test is not where it says (MissingPathError)
   std::unique_ptr<Target> target;
 };
 
@@ -336,6 +341,7 @@ std::vector<Planned> planTargets(const std::vector<std::string>& manifests, json
         t.target = std::make_unique<Target>(loadTarget(p));
         t.name = t.target->name;
       } catch (const std::exception& e) {
+        t.missingPath = dynamic_cast<const MissingPathError*>(&e) != nullptr;
         try {  // the manifest's own name where it has one
           t.name = json::parse(readFile(p)).value("name", t.name);
         } catch (const std::exception&) {
@@ -353,7 +359,9 @@ std::vector<Planned> planTargets(const std::vector<std::string>& manifests, json
 // cannot be read) is bad input, like a missing one: one line each on
 // stderr, before any report folder is made. A target a readable matrix
 // lists that cannot be loaded stays a target error in the report: the
-// matrix runs the rest. Returns how many were printed.
+// matrix runs the rest; so does a well-formed one whose code under test is
+// not where it says (MissingPathError: a finding about this machine, which
+// the report states). Returns how many were printed.
 int badManifests(const std::vector<std::string>& given, const json& errors, const std::vector<Planned>& planned) {
   std::set<std::string> direct;
   for (const auto& m : given) direct.insert(fs::absolute(m).lexically_normal().string());
@@ -363,7 +371,7 @@ int badManifests(const std::vector<std::string>& given, const json& errors, cons
     ++n;
   }
   for (const auto& t : planned)
-    if (!t.error.empty() && direct.count(fs::absolute(t.path).lexically_normal().string())) {
+    if (!t.error.empty() && !t.missingPath && direct.count(fs::absolute(t.path).lexically_normal().string())) {
       std::cerr << "flagprop: " << t.error << "\n";
       ++n;
     }
@@ -561,6 +569,10 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
   const SupervisorOptions supervise = supervisorOptions(cli, self);
   const size_t total = chosen.size() + errors.size();
   json docs = json::array();
+  ConfirmOptions confirm;
+  confirm.python = FLAGPROP_PYTHON_EXE;
+  confirm.seconds = cli.target.run.reproduce.empty() ? cli.confirmSeconds : 0;
+  if (!cli.tritonCache.empty()) confirm.env.push_back("TRITON_CACHE_DIR=" + cli.tritonCache);
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
     if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
       try {  // its failures are judged first the next time it runs
@@ -577,7 +589,15 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
   for (size_t i = 0; i < chosen.size(); ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string stem = std::to_string(docs.size() + 1) + "_" + bounded(fs::path(chosen[i].path).stem().string());
-    json doc = runChosen(cli, supervise, chosen[i], dir + "/targets/" + stem + ".json", dir);
+    const std::string out = dir + "/targets/" + stem + ".json";
+    json doc = runChosen(cli, supervise, chosen[i], out, dir);
+    ConfirmOptions now = confirm;  // within what is left of the run's --budget
+    if (supervise.budgetEnd != std::chrono::steady_clock::time_point::max())
+      now.seconds = static_cast<int>(std::clamp<long>(
+          std::chrono::duration_cast<std::chrono::seconds>(supervise.budgetEnd - std::chrono::steady_clock::now())
+              .count(),
+          0, confirm.seconds));
+    if (!stopRequested()) confirmAlone(doc, out, now, std::cout);  // every failure, alone in a fresh process
     finish(std::move(doc), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (stopRequested()) {
       std::cout << "flagprop: interrupted; the report holds the targets run so far (" << chosen.size() - i - 1

@@ -354,6 +354,13 @@ std::vector<OptionSpec> processOptions() {
        "finding) and the runs left are reported as not run",
        whole(1, 604800, "--budget needs a number of seconds from 1 to 604800",
              [](Cli& c, unsigned long long n) { c.budgetSeconds = static_cast<int>(n); })},
+      {"--confirm-time", "SEC", "Cli::confirmSeconds", "confirm",
+       "each target's failing op results are confirmed alone, their reproducers run in fresh processes, within "
+       "SEC s (default 120; 0: none): one that passes alone but fails after earlier calls of its process is "
+       "history-dependent (the fewest such calls found and written into its reproducer), one that fails "
+       "neither way is flaky",
+       whole(0, 86400, "--confirm-time needs a number of seconds from 0 (none) to 86400",
+             [](Cli& c, unsigned long long n) { c.confirmSeconds = static_cast<int>(n); })},
       {"--continue", "DIR", "SupervisorOptions::continued", "plan",
        "go on with the run whose report is in DIR (one its --budget cut short, or stopped): each target runs "
        "only the ops DIR's report lacks, and the new report (another --report-dir) holds DIR's results too, "

@@ -32,6 +32,7 @@ struct Cli {
   std::string tritonCache;                  ///< --triton-cache (absolute)
   int budgetSeconds = 0;                    ///< --budget: the whole run's wall time, s; 0 = none
   int caseTimeoutSeconds = 300;             ///< --case-timeout, s
+  int confirmSeconds = 120;                 ///< --confirm-time: confirming a target's failures alone, s; 0 = none
   int consoleFd = -1;                       ///< run-target: where its console lines go (the parent's stdout)
   int keyFd = -1;                           ///< run-target: where the document key is read from (then closed)
   long parentPid = 0;                       ///< run-target: the flagprop run that launched it (dies with it)

@@ -134,8 +134,11 @@ def check_one(path, args, forbidden, problems, dump_root):
 def check_elsewhere(path, args, problems):
     """Copied to another folder and run there: the path it records finds the
     files the run used (exit 1), so does FLAGPROP_ROOT (exit 1); with
-    neither (its recorded path set to None), exit 2 naming FLAGPROP_ROOT."""
-    elsewhere = tempfile.mkdtemp(prefix="flagprop-repro-cwd-")
+    neither (its recorded path set to None), exit 2 naming FLAGPROP_ROOT.
+    The other folder is a sibling of its own (the recorded path is relative
+    to the reproducer's folder, so any folder at the same depth will do;
+    one at another depth finds the files only where the path climbs to /)."""
+    elsewhere = tempfile.mkdtemp(prefix="flagprop-repro-cwd-", dir=os.path.dirname(os.path.dirname(path)))
     copy = os.path.join(elsewhere, os.path.basename(path))
     shutil.copy(path, copy)
     try:

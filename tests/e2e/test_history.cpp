@@ -1,0 +1,147 @@
+// Every failure confirmed alone (tools/confirm.h): a failure that needs an
+// earlier call of its process is history-dependent, with the fewest such
+// calls, and its reproducer runs them first and fails; one that comes and
+// goes across processes is flaky, never history-dependent.
+#include "core/files.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kFp = FLAGPROP_BINARY;
+const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
+
+int sh(const std::string& cmd, std::string* out = nullptr) {
+  static int n = 0;
+  const std::string log =
+      (fs::temp_directory_path() / ("flagprop-test-history-" + std::to_string(getpid()) + "-" + std::to_string(++n)))
+          .string();
+  const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
+  std::stringstream ss;
+  {
+    std::ifstream in(log);
+    ss << in.rdbuf();
+  }
+  fs::remove(log);
+  if (out) *out = ss.str();
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+json load(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("flagprop-test-history-" + name + "-" + std::to_string(getpid()));
+  flagprop::removeTree(d.string());
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+// add.Tensor with a launch memo keyed on the shape alone (memo_shape_only):
+// its failure passes alone in a fresh process, so it is reported
+// history-dependent with at most 2 earlier calls; its reproducer runs them
+// first and fails (exit 1), and without them passes (exit 0).
+TEST(History, AFailureThatNeedsAnEarlierCallIsHistoryDependentAndItsReproducerFails) {
+  const fs::path d = scratch("memo");
+  std::string out;
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --manifest " + kTargets + "ops-history-memo.json --report-dir " +
+                   (d / "r").string(),
+               &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("history-dependent"), std::string::npos) << out;
+  const json t = load(d / "r/report.json").at("targets").at(0);
+  int dependent = 0;
+  for (const auto& r : t.at("results")) {
+    if (r.value("status", "") != "fail") continue;
+    const json alone = r.at("observations").at("alone");
+    ASSERT_TRUE(alone.value("history_dependent", false)) << r.dump();
+    ++dependent;
+    EXPECT_EQ(r.value("reason", "").rfind("history-dependent: ", 0), 0u) << r.value("reason", "");
+    EXPECT_GE(alone.at("prefix").size(), 1u);
+    EXPECT_LE(alone.at("prefix").size(), 2u) << alone.dump();
+    const std::string repro = r.at("reproducer");
+    std::string rout;
+    EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + repro, &rout), 1) << rout;
+    EXPECT_NE(rout.find("earlier call 1 of "), std::string::npos) << rout;
+    // The same file without its earlier calls: the case alone passes.
+    std::string text = flagprop::readFile(repro);
+    const size_t main = text.find("\nif __name__ == \"__main__\":");
+    ASSERT_NE(main, std::string::npos);
+    text.insert(main + 1, "PREFIX = []\n");
+    const fs::path alonePy = fs::path(repro).parent_path() / "alone.py";
+    flagprop::writeText(alonePy.string(), text);
+    EXPECT_EQ(sh(std::string(FLAGPROP_PYTHON_EXE) + " " + alonePy.string(), &rout), 0) << rout;
+    fs::remove(alonePy);
+  }
+  EXPECT_GE(dependent, 1) << t.dump();
+  // No process's call log is left beside the target documents.
+  for (const auto& f : fs::directory_iterator(d / "r/targets"))
+    EXPECT_EQ(f.path().filename().string().find(".history."), std::string::npos) << f.path();
+  flagprop::removeTree(d.string());
+}
+
+// add.Tensor wrong on every call in every other process
+// (every_other_process): its run fails in its process, and judged alone
+// and after its history in fresh processes it comes and goes: flaky, never
+// history-dependent.
+TEST(History, AFailureThatComesAndGoesAcrossProcessesIsFlakyNotHistoryDependent) {
+  const fs::path d = scratch("alternate");
+  json m = load(kTargets + "ops-history-memo.json");
+  m["name"] = "fixture-ops-every-other-process";
+  m["ops"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/edge_ops.py";
+  m["ops"]["globals"] = {{"FAULTS", {"every_other_process"}}, {"COUNTER_FILE", (d / "counter").string()}};
+  m["dtypes"] = {"float32"};
+  m["expect"] = {{"P5", "flaky"}};
+  flagprop::writeText((d / "m.json").string(), m.dump());
+  std::string out;
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --manifest " + (d / "m.json").string() + " --report-dir " +
+                   (d / "r").string(),
+               &out),
+            0)
+      << out;
+  const json r = load(d / "r/report.json").at("targets").at(0).at("results").at(0);
+  EXPECT_EQ(r.value("status", ""), "flaky") << r.dump();
+  EXPECT_EQ(r.value("reason", "").find("history-dependent"), std::string::npos) << r.value("reason", "");
+  EXPECT_FALSE(r.at("observations").at("alone").value("reproduced", true)) << r.dump();
+  flagprop::removeTree(d.string());
+}
+
+// A failure that recurs alone is confirmed with one fresh process and kept
+// as it was.
+TEST(History, AFailureThatRecursAloneIsConfirmedAndKept) {
+  const fs::path d = scratch("recurs");
+  std::string out;
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --cases 3 --property P5/cumsum/float32 --manifest " + kTargets +
+                   "ops-edge-faults.json --report-dir " + (d / "r").string(),
+               &out),
+            0)
+      << out;
+  int confirmed = 0;
+  const json report = load(d / "r/report.json");
+  for (const auto& r : report.at("targets").at(0).at("results")) {
+    if (r.value("status", "") != "fail") continue;
+    EXPECT_TRUE(r.at("observations").at("alone").value("reproduced", false)) << r.dump();
+    EXPECT_EQ(r.value("reason", "").find("history-dependent"), std::string::npos);
+    ++confirmed;
+  }
+  EXPECT_GE(confirmed, 1) << out;
+  flagprop::removeTree(d.string());
+}

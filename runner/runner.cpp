@@ -50,13 +50,16 @@ std::string ident(std::string s) {
 class PropertyTest : public testing::Test {
  public:
   PropertyTest(const PropertyRun* run, TargetSession* session, json* doc, const TargetRunOptions* opts,
-               const ResultSink* sink)
-      : run_(run), session_(session), doc_(doc), opts_(opts), sink_(sink) {}
+               const ResultSink* sink, bool deepen = false)
+      : run_(run), session_(session), doc_(doc), opts_(opts), sink_(sink), deepen_(deepen) {}
 
   void TestBody() override {
     const Target& t = session_->target();
     // Under --jobs: an op another process of this target claimed is its run, not this one's.
     if (!opts_->claimDir.empty() && !run_->op.empty() && !claimOp(opts_->claimDir, run_->op, opts_->shardIndex)) return;
+    // The second pass of a budgeted run: only a run whose first pass failed.
+    long at = -1;  // where its first result was, for the second
+    if (deepen_ && (at = takeFirstPassFailure()) < 0) return;
     const std::string label =
         run_->id + " " + run_->title + (run_->op.empty() ? "" : " " + run_->op + " " + run_->dtype);
     // An excluded op's skip is a line in the report, not on the console.
@@ -82,7 +85,13 @@ class PropertyTest : public testing::Test {
     }
     if (!opts_->exampleDb.empty() && ro.reproduce.empty())
       ro.examples = loadExamples(exampleFolder(opts_->exampleDb, t.name, t.device), runKey(*run_), t.name);
-    const PropertyOutcome o = runProperty(*run_, ro);
+    const bool first = opts_->firstPass && !deepen_ && !run_->op.empty();
+    if (first) ro.shrinkSeconds = 0, ro.distinct = 1, ro.flakyReplays = 0;
+    PropertyOutcome o = runProperty(*run_, ro);
+    if (first && o.status == "fail") {
+      o.observations["first_pass"] = true;
+      o.reason += " [first pass of a budgeted run: not yet shrunk or judged again]";
+    }
     if (o.observations.contains("db"))  // what passes now, or is no longer a valid case, is not kept
       for (const char* k : {"fixed", "dropped"})
         for (const auto& ex : o.observations.at("db").value(k, json::array()))
@@ -96,6 +105,16 @@ class PropertyTest : public testing::Test {
     if (!session_->unverified().empty()) r["unverified"] = true;  // a pinned hash or version did not match
     (*doc_)["results"].push_back(r);
     if (*sink_) (*sink_)(*session_, o, *doc_);
+    if (at >= 0) {  // the second pass's result where the first was (the sink wrote it last)
+      json& results = (*doc_)["results"];
+      json moved = results.back();
+      results.erase(results.end() - 1);
+      results.insert(results.begin() + std::min<long>(at, static_cast<long>(results.size())), std::move(moved));
+      const std::string kept = results.at(std::min<size_t>(at, results.size() - 1)).dump();
+      std::error_code ec;
+      for (const auto& old : oldReproducers_)  // the first pass's files the second pass's result does not name
+        if (!old.empty() && kept.find(json(old).dump()) == std::string::npos) fs::remove(old, ec);
+    }
     if (print) {
       std::cout << " " << o.status << " (" << o.casesRun << " cases, " << static_cast<int>(o.seconds * 1000) << " ms)";
       if (o.status != "pass") std::cout << ": " << o.reason;
@@ -116,11 +135,33 @@ class PropertyTest : public testing::Test {
   }
 
  private:
+  // Removes this run's failing first-pass result from the document (and
+  // its reproducers' files), to be replaced by the second pass's; its
+  // index, or -1 when there is none (it passed, or another process ran it).
+  long takeFirstPassFailure() {
+    json& results = (*doc_)["results"];
+    const std::string key = runKey(*run_);
+    for (auto it = results.begin(); it != results.end(); ++it) {
+      if (it->value("key", std::string()) != key) continue;
+      const json obs = it->value("observations", json::object());
+      if (it->value("status", std::string()) != "fail" || !obs.value("first_pass", false)) return -1;
+      oldReproducers_ = {it->value("reproducer", std::string())};  // removed once the second pass has its own
+      for (const auto& d : obs.value("distinct_failures", json::array()))
+        oldReproducers_.push_back(d.value("reproducer", std::string()));
+      const long at = it - results.begin();
+      results.erase(it);
+      return at;
+    }
+    return -1;
+  }
+
   const PropertyRun* run_;
   TargetSession* session_;
   json* doc_;
   const TargetRunOptions* opts_;
   const ResultSink* sink_;
+  bool deepen_;
+  std::vector<std::string> oldReproducers_;
 };
 
 json targetError(json doc, const std::string& why) {
@@ -151,6 +192,18 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
     testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k); });
   }
+  if (opts.firstPass)  // coverage before depth: the failures of the first pass, once every run had it
+    for (const auto& run : runs) {
+      if (run.op.empty()) continue;
+      const PropertyRun* r = &run;
+      TargetSession* s = &session;
+      json* d = &doc;
+      const TargetRunOptions* o = &opts;
+      const ResultSink* k = &sink;
+      const std::string name = ident("deepen_" + run.id + "_" + run.op + "_" + run.dtype);
+      testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                            [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, true); });
+    }
   return RUN_ALL_TESTS();
 }
 
@@ -330,6 +383,31 @@ std::string childEnd(const ChildResult& r, bool finished, int timeoutSeconds) {
                     : "target process exited (code " + std::to_string(r.exitCode) + ") before finishing its properties";
 }
 
+json confirmInProcess(const std::vector<PropertyRun>& runs, const json& ask) {
+  const auto find = [&](const std::string& key) -> const PropertyRun* {
+    for (const auto& r : runs)
+      if (runKey(r) == key) return &r;
+    return nullptr;
+  };
+  for (const auto& call : ask.value("prefix", json::array()))  // the earlier calls: their verdicts do not matter
+    if (const PropertyRun* r = find(call.value("key", std::string())); r && r->judge) try {
+        r->judge(Case{call.at("case")});
+      } catch (const std::exception&) {
+      }
+  const std::string key = ask.value("key", std::string());
+  const PropertyRun* run = find(key);
+  if (!run || !run->judge) return {{"judged", false}, {"why", "no run " + key + " in this target"}};
+  try {
+    const json result = run->judge(Case{ask.at("case")});
+    if (result.contains("discard") || result.contains("inactive"))
+      return {{"judged", false}, {"why", "the case was not judged here (discarded or inactive)"}};
+    const json v = verdictOf(result, run->id);
+    return {{"judged", true}, {"failed", !v.at("pass").get<bool>()}, {"why", v.value("reason", std::string())}};
+  } catch (const std::exception& e) {  // a harness error (py::error_already_set, c10::Error, a tampered judging)
+    return {{"judged", false}, {"why", std::string("harness error: ") + e.what()}};
+  }
+}
+
 PropertyOutcome crashOutcome(const json& inflight, const std::string& why, const Target& t) {
   const std::string key = inflight.value("key", std::string());
   const auto a = key.find('/'), b = key.find('/', a == std::string::npos ? a : a + 1);
@@ -394,6 +472,15 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
   } catch (const std::exception& e) {
     std::cout << "[" << doc["name"].get<std::string>() << "] error: " << e.what() << std::endl;
     return targetError(doc, e.what());
+  }
+  if (!opts.confirmFile.empty()) {  // one failure confirmed in this fresh process, no runs
+    try {
+      doc["confirm"] = confirmInProcess(runs, json::parse(readFile(opts.confirmFile)));
+    } catch (const std::exception& e) {
+      doc["confirm"] = {{"judged", false}, {"why", e.what()}};
+    }
+    doc["complete"] = true;
+    return doc;
   }
   if (!opts.resumeFrom.empty()) {
     const std::string why = resume(opts.resumeFrom, runs, doc, opts.docKey);

@@ -68,7 +68,27 @@ struct TargetRunOptions {
   /// the ops whose index in the plan is shardIndex modulo shardCount.
   int shardIndex = 0;
   int shardCount = 1;
+  /// Coverage before depth (a run under --budget): every run of this
+  /// process first judges its explicit and generated cases with shrinking,
+  /// distinct failures and replays off (a failure is kept unshrunk, marked
+  /// observations.first_pass); once every run has had that first pass, each
+  /// run that failed runs again with `run`'s own settings and the same seed
+  /// (the same cases, then shrinking and replays), its result replacing the
+  /// first. Where the budget ends before that, the first result stands.
+  bool firstPass = false;
+  /// A failure to confirm in this fresh process instead of the runs
+  /// (tools/confirm.h): a JSON file {"key": run key, "case": its case,
+  /// "prefix": [{"key", "case"}, ...]}; the prefix's calls are judged
+  /// first (their verdicts ignored), then the case once, and the document
+  /// gets "confirm" (confirmInProcess). Empty: a normal run.
+  std::string confirmFile;
 };
+
+/// Judges `ask` ({"key", "case", "prefix"}; TargetRunOptions::confirmFile)
+/// with `runs`' judges, in order, in this process: {"judged": true,
+/// "failed": bool, "why": the verdict's reason}, or {"judged": false,
+/// "why"} when the key names no run or the harness could not judge it.
+json confirmInProcess(const std::vector<PropertyRun>& runs, const json& ask);
 
 /// Claims op `op` in folder `dir` (created when missing) for shard `shard`:
 /// true when the claim is `shard`'s (made now, or made earlier by the same

@@ -322,6 +322,10 @@ class TargetProcesses {
     } catch (const std::exception& e) {
       rj["reproducer_error"] = e.what();
     }
+    // A run's earlier result (its first pass, when the second pass died) gives way to the crash.
+    auto& rs = doc["results"];
+    for (auto it = rs.begin(); it != rs.end();)
+      it = it->value("key", std::string()) == rj.value("key", std::string()) ? rs.erase(it) : it + 1;
     doc["results"].push_back(rj);
     resultsAtStart_ = runResults(doc);
     crashes_.push_back({{"key", o.key()}, {"why", why}});

@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 
 namespace flagprop {
 
-std::vector<size_t> ddmin(const std::vector<size_t>& items, const std::function<bool(const std::vector<size_t>&)>& fails,
-                          int maxTests) {
+std::vector<size_t> ddmin(const std::vector<size_t>& items,
+                          const std::function<bool(const std::vector<size_t>&)>& fails, int maxTests) {
   std::vector<size_t> c = items;
   size_t n = 2;
   int tests = 0;
@@ -25,7 +25,8 @@ std::vector<size_t> ddmin(const std::vector<size_t>& items, const std::function<
     const size_t chunk = (c.size() + n - 1) / n;
     std::vector<std::vector<size_t>> parts;
     for (size_t i = 0; i < c.size(); i += chunk)
-      parts.emplace_back(c.begin() + static_cast<long>(i), c.begin() + static_cast<long>(std::min(c.size(), i + chunk)));
+      parts.emplace_back(c.begin() + static_cast<long>(i),
+                         c.begin() + static_cast<long>(std::min(c.size(), i + chunk)));
     bool reduced = false;
     for (const auto& p : parts)  // a part alone
       if (test(p)) {
@@ -60,13 +61,13 @@ struct Failure {
 
 class Confirmer {
  public:
-  Confirmer(const ConfirmOptions& o, std::ostream& log) : o_(o), log_(log), end_(Clock::now() + std::chrono::seconds(o.seconds)) {}
+  Confirmer(const ConfirmOptions& o, std::ostream& log)
+      : o_(o), log_(log), end_(Clock::now() + std::chrono::seconds(o.seconds)) {}
 
-  void confirm(Failure& f, const json& history) {
+  void confirm(Failure& f, const json& history, const std::string& manifest, const std::string& scratch) {
     json& e = *f.entry;
-    const std::string repro = e.value("reproducer", std::string());
-    if (repro.empty()) return noVerdict(e, "it has no reproducer");
-    const int alone = run(repro, nullptr);
+    manifest_ = manifest, scratch_ = scratch, key_ = f.key, case_ = e.at("counterexample");
+    const int alone = run(nullptr);
     if (alone == 1) {
       e["observations"]["alone"] = {{"reproduced", true}};
       return;
@@ -86,7 +87,7 @@ class Confirmer {
     const auto fails = [&](const std::vector<size_t>& pick) {
       json prefix = json::array();
       for (size_t i : pick) prefix.push_back(calls[i]);
-      return run(repro, &prefix) == 1;
+      return run(&prefix) == 1;
     };
     if (!fails(all))
       return flaky(f, "it passed alone in a fresh process and after the " + std::to_string(calls.size()) +
@@ -97,9 +98,9 @@ class Confirmer {
     // The same in o_.tries fresh processes each way before it is called
     // history-dependent: a fault that comes and goes is flaky.
     int aloneFailed = 0, withFailed = 0;
-    for (int k = 1; k < o_.tries; ++k) aloneFailed += run(repro, nullptr) == 1;
-    for (int k = 0; k < o_.tries; ++k) withFailed += run(repro, &prefix) == 1;
-    if (aloneFailed > 0 || withFailed < o_.tries || (least.empty() && aloneFailed == 0))
+    for (int k = 1; k < o_.tries; ++k) aloneFailed += run(nullptr) == 1;
+    for (int k = 0; k < o_.tries; ++k) withFailed += run(&prefix) == 1;
+    if (aloneFailed > 0 || withFailed < o_.tries)
       return flaky(f, "alone it failed " + std::to_string(aloneFailed) + " of " + std::to_string(o_.tries) +
                           " fresh processes, after the calls before it " + std::to_string(withFailed) + " of " +
                           std::to_string(o_.tries));
@@ -110,33 +111,38 @@ class Confirmer {
   int processes() const { return processes_; }
 
  private:
-  // The reproducer's exit status in a fresh process (with `prefix` first
-  // when given); -1 with why_ set when it gave no verdict.
-  int run(const std::string& repro, const json* prefix) {
+  // 1 when the case fails judged (after `prefix`, when given) in a fresh
+  // target process, 0 when it passes; -1 with why_ set when it gave no
+  // verdict.
+  int run(const json* prefix) {
     const long left = std::chrono::duration_cast<std::chrono::seconds>(end_ - Clock::now()).count();
     if (left <= 0) {
       why_ = "the --confirm-time ran out", note_ = " (the --confirm-time ran out before the search ended)";
       return -1;
     }
-    std::string path = repro;
-    if (prefix) {  // a copy beside it: its paths are relative to its folder
-      path = repro.substr(0, repro.size() - 3) + ".try.py";
-      writeText(path, readFile(repro));
-      setReproducerPrefix(path, *prefix, "a history search's try");
-    }
+    const std::string ask = scratch_ + ".confirm.json", out = scratch_ + ".confirm.out.json";
+    writeText(ask, json{{"key", key_}, {"case", case_}, {"prefix", prefix ? *prefix : json::array()}}.dump());
+    std::vector<std::string> argv = o_.command;
+    argv.insert(argv.end(), {"--manifest", manifest_, "--out", out, "--confirm", ask});
     ++processes_;
-    const std::string capture = path + ".out";
     const ChildResult r =
-        runChild({o_.python, path}, static_cast<int>(std::min<long>(left, o_.reproSeconds)), capture, o_.env);
+        runChild(argv, static_cast<int>(std::min<long>(left, o_.processSeconds)), scratch_ + ".confirm.log", o_.env);
+    json got;
+    try {
+      got = json::parse(readFile(out)).at("confirm");
+    } catch (const std::exception&) {
+    }
     std::error_code ec;
-    fs::remove(capture, ec);
-    if (prefix) fs::remove(path, ec);
-    if (r.timedOut || r.signal || r.exitCode < 0 || r.exitCode > 1) {
-      why_ = r.timedOut ? "its reproducer did not finish within " + std::to_string(o_.reproSeconds) + " s"
-                        : "its reproducer ended without a verdict (" + childEnd(r, false, o_.reproSeconds) + ")";
+    for (const auto& p : {ask, out, scratch_ + ".confirm.log", out + ".inflight", out + ".stage"}) fs::remove(p, ec);
+    if (r.timedOut || r.signal || !got.is_object() || !got.value("judged", false)) {
+      why_ = r.timedOut ? "its confirming process did not finish within " + std::to_string(o_.processSeconds) + " s"
+             : r.signal ? "its confirming process " + childEnd(r, false, o_.processSeconds)
+             : got.is_object()
+                 ? got.value("why", std::string("no verdict"))
+                 : "its confirming process wrote no verdict (" + childEnd(r, false, o_.processSeconds) + ")";
       return -1;
     }
-    return r.exitCode;
+    return got.value("failed", false) ? 1 : 0;
   }
 
   std::vector<json> readHistory(const json& history) {
@@ -182,9 +188,10 @@ class Confirmer {
                                   {"prefix_cases", prefix}};
     e["reason"] = "history-dependent: it passes alone in a fresh process and fails after " +
                   std::to_string(prefix.size()) + " earlier call(s) of its process (" + keys + "; of the " +
-                  std::to_string(searched) + " before it), which its reproducer runs first: " +
-                  e.value("reason", std::string());
-    setReproducerPrefix(e.at("reproducer").get<std::string>(), prefix, e["reason"].get<std::string>());
+                  std::to_string(searched) +
+                  " before it), which its reproducer runs first: " + e.value("reason", std::string());
+    if (e.contains("reproducer"))
+      setReproducerPrefix(e.at("reproducer").get<std::string>(), prefix, e["reason"].get<std::string>());
   }
 
   const ConfirmOptions& o_;
@@ -192,6 +199,8 @@ class Confirmer {
   const Clock::time_point end_;
   int processes_ = 0;
   std::string why_, note_;
+  std::string manifest_, scratch_, key_;
+  json case_;
 };
 
 }  // namespace
@@ -212,8 +221,6 @@ void confirmAlone(json& doc, const std::string& outPath, const ConfirmOptions& o
   }
   if (!todo.empty() && o.seconds > 0) {
     Confirmer c(o, log);
-    log << "[" << doc.value("name", "?") << "] confirming " << todo.size() << " failure(s) alone in fresh processes"
-        << std::endl;
     size_t dependent = 0, flaky = 0, unjudged = 0, unsearched = 0;
     for (auto& [f, history] : todo) {
       if (!c.timeLeft()) {
@@ -222,8 +229,8 @@ void confirmAlone(json& doc, const std::string& outPath, const ConfirmOptions& o
         continue;
       }
       try {
-        c.confirm(f, history);
-      } catch (const std::exception& e) {  // a reproducer copy that cannot be written: no verdict
+        c.confirm(f, history, doc.value("manifest", std::string()), outPath);
+      } catch (const std::exception& e) {  // a file that cannot be written: no verdict
         f.entry->operator[]("observations")["alone"] = {{"judged", false}, {"why", e.what()}};
       }
       const json& alone = f.entry->at("observations").at("alone");
@@ -233,10 +240,12 @@ void confirmAlone(json& doc, const std::string& outPath, const ConfirmOptions& o
                alone.value("searched", true);
       unjudged += alone.value("judged", true) == false;
     }
-    log << "[" << doc.value("name", "?") << "] confirmed alone: "
-        << todo.size() - dependent - flaky - unjudged - unsearched << " reproduced, " << dependent
-        << " history-dependent, " << flaky << " flaky, " << unsearched << " further failure(s) not reproduced alone, "
-        << unjudged << " without a verdict (" << c.processes() << " processes)" << std::endl;
+    const size_t reproduced = todo.size() - dependent - flaky - unjudged - unsearched;
+    if (reproduced < todo.size())  // a line only where a failure did not simply recur alone
+      log << "[" << doc.value("name", "?") << "] " << todo.size()
+          << " failure(s) judged alone in fresh processes: " << reproduced << " recurred, " << dependent
+          << " history-dependent, " << flaky << " flaky, " << unsearched << " further failure(s) did not recur, "
+          << unjudged << " without a verdict (" << c.processes() << " processes)" << std::endl;
   }
   // Every process's log of this target (those with no failure too).
   std::error_code ec;

@@ -533,8 +533,33 @@ json writeReport(const Cli& cli, const json& docs, const json& info, const std::
   return report;
 }
 
+// How far a budgeted run got (coverage before depth): op runs judged in
+// their first pass, failures shrunk and judged again by the second, and the
+// targets the budget cut short. Nothing for a run without --budget (a
+// merge of parts: where a result had its first pass).
+void printFirstPass(const json& docs, bool budgeted) {
+  size_t judged = 0, failed = 0, unshrunk = 0, cut = 0;
+  for (const auto& t : docs) {
+    cut += t.contains("stopped");
+    for (const auto& r : t.value("results", json::array())) {
+      const json obs = r.value("observations", json::object());
+      if (!r.contains("op")) continue;
+      ++judged;
+      failed += r.value("status", std::string()) == "fail";
+      unshrunk += obs.value("first_pass", false);
+      budgeted |= t.contains("stopped") || obs.value("first_pass", false);
+    }
+  }
+  if (!budgeted) return;
+  std::cout << "coverage before depth: " << judged << " op runs judged; of their " << failed << " failures "
+            << failed - unshrunk << " shrunk and judged again in the time left, " << unshrunk << " as first found"
+            << (cut ? "; " + std::to_string(cut) + " target(s) cut short by the budget (runs not reached: not_run)"
+                    : std::string())
+            << std::endl;
+}
+
 // The exit status of a run whose report is written (see kRunFooter).
-int runExitStatus(const json& report, const json& docs) {
+int runExitStatus(const json& report, const json& docs, bool budgeted = false) {
   size_t results = 0;
   bool stopped = false;
   for (const auto& t : docs) {
@@ -551,6 +576,7 @@ int runExitStatus(const json& report, const json& docs) {
     return 130;
   }
   const size_t unexpected = report.at("summary").at("unexpected").size();
+  printFirstPass(docs, budgeted);
   if (stopped)
     std::cout << "verdict: not every run ran (--budget or an interruption): exit 1" << std::endl;
   else if (unexpected)
@@ -570,7 +596,10 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
   const size_t total = chosen.size() + errors.size();
   json docs = json::array();
   ConfirmOptions confirm;
-  confirm.python = FLAGPROP_PYTHON_EXE;
+  confirm.command = {supervise.self, "run-target"};
+  if (supervise.optionArgs)
+    for (auto& a : supervise.optionArgs(supervise)) confirm.command.push_back(std::move(a));
+  confirm.processSeconds = std::min(cli.timeoutSeconds, 600);
   confirm.seconds = cli.target.run.reproduce.empty() ? cli.confirmSeconds : 0;
   if (!cli.tritonCache.empty()) confirm.env.push_back("TRITON_CACHE_DIR=" + cli.tritonCache);
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
@@ -664,7 +693,7 @@ int runCommand(Cli cli, const std::string& self, const std::vector<std::string>&
     std::cout << "verdict: this part (--shard) holds no run of the selection: exit 0" << std::endl;
     return 0;
   }
-  return runExitStatus(report, docs);
+  return runExitStatus(report, docs, cli.budgetSeconds > 0);
 }
 
 // The verdict line of a merged report: the parts missing or stopped first;

@@ -350,10 +350,16 @@ std::vector<OptionSpec> processOptions() {
          if (o.target.precompileWorkers > 0) add(a, {"--case-timeout", std::to_string(o.caseTimeoutSeconds)});
        }},
       {"--budget", "SEC", "SupervisorOptions::budgetSeconds", "supervisor",
-       "the whole run's wall time: when it ends, the target processes are stopped (the case in flight is no "
-       "finding) and the runs left are reported as not run",
+       "the whole run's wall time: coverage before depth (every run first judges its cases with shrinking, "
+       "distinct failures and replays off; then each run that failed runs again with its own settings, the "
+       "same cases, then shrinking); when the time ends, the target processes are stopped (the case in "
+       "flight is no finding), a failure not yet shrunk stays as found, and the runs left are reported as "
+       "not run",
        whole(1, 604800, "--budget needs a number of seconds from 1 to 604800",
-             [](Cli& c, unsigned long long n) { c.budgetSeconds = static_cast<int>(n); })},
+             [](Cli& c, unsigned long long n) { c.budgetSeconds = static_cast<int>(n); }),
+       [](const SupervisorOptions& o, std::vector<std::string>& a) {
+         if (o.budgetSeconds > 0) add(a, {"--first-pass"});
+       }},
       {"--confirm-time", "SEC", "Cli::confirmSeconds", "confirm",
        "each target's failing op results are confirmed alone, their reproducers run in fresh processes, within "
        "SEC s (default 120; 0: none): one that passes alone but fails after earlier calls of its process is "
@@ -477,6 +483,16 @@ std::vector<OptionSpec> plumbingOptions() {
                   }),
        nullptr, true},
       {"--job", "K/N", "TargetRunOptions::shardIndex", "process", "", targetOnly("--job", applyJob), nullptr, true},
+      {"--confirm", "FILE", "TargetRunOptions::confirmFile", "confirm", "",
+       targetOnly("--confirm",
+                  [](Cli& c, const std::string& v) -> std::string {
+                    if (v.empty()) return "--confirm needs a file";
+                    c.target.confirmFile = v;
+                    return "";
+                  }),
+       nullptr, true},
+      {"--first-pass", "", "TargetRunOptions::firstPass", "search", "",
+       targetOnly("--first-pass", flag([](Cli& c) { c.target.firstPass = true; })), nullptr, true},
       {"--progress", "", "Cli::progress", "report", "", flag([](Cli& c) { c.progress = true; }), nullptr, true},
   };
 }

@@ -3,6 +3,7 @@
 // calls, and its reproducer runs them first and fails; one that comes and
 // goes across processes is flaky, never history-dependent.
 #include "core/files.h"
+#include "tests/e2e/shell.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -24,26 +25,8 @@ namespace {
 const std::string kFp = FLAGPROP_BINARY;
 const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
 
-int sh(const std::string& cmd, std::string* out = nullptr) {
-  static int n = 0;
-  const std::string log =
-      (fs::temp_directory_path() / ("flagprop-test-history-" + std::to_string(getpid()) + "-" + std::to_string(++n)))
-          .string();
-  const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
-  std::stringstream ss;
-  {
-    std::ifstream in(log);
-    ss << in.rdbuf();
-  }
-  fs::remove(log);
-  if (out) *out = ss.str();
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-json load(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
+using flagprop::e2e::load;
+using flagprop::e2e::sh;
 
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("flagprop-test-history-" + name + "-" + std::to_string(getpid()));
@@ -112,10 +95,10 @@ TEST(History, AFailureThatComesAndGoesAcrossProcessesIsFlakyNotHistoryDependent)
   m["expect"] = {{"P5", "flaky"}};
   flagprop::writeText((d / "m.json").string(), m.dump());
   std::string out;
-  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --manifest " + (d / "m.json").string() + " --report-dir " +
-                   (d / "r").string(),
-               &out),
-            0)
+  ASSERT_EQ(
+      sh(kFp + " run --no-db --seed 3 --manifest " + (d / "m.json").string() + " --report-dir " + (d / "r").string(),
+         &out),
+      0)
       << out;
   const json r = load(d / "r/report.json").at("targets").at(0).at("results").at(0);
   EXPECT_EQ(r.value("status", ""), "flaky") << r.dump();

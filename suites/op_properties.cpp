@@ -274,6 +274,7 @@ PropertyRun baseRun(const TargetSession& s, const PropertyDef& def, const OpEntr
   run.checkKind = def.checkKind;
   run.judging = entry.judging;
   run.cases = def.cases ? def.cases : s.target().opCases;
+  run.maxElements = s.target().maxElements;
   run.generator = cases;
   return run;
 }

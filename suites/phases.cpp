@@ -473,6 +473,27 @@ std::optional<LastFailure> judgeStored(RunState& s, const Case& c, const std::st
                      v.value("kinds", json::array())};
 }
 
+// The elements the storages of an op case's tensors hold (each tensor's
+// "storage", else its shape's product), summed; 0 for another case.
+int64_t storageElements(const json& c) {
+  int64_t total = 0;
+  if (!c.is_object() || !c.contains("calls") || !c.at("calls").is_array()) return 0;
+  for (const auto& call : c.at("calls"))
+    for (const auto& t : call.value("tensors", json::array())) {
+      int64_t n = 1;
+      if (t.contains("storage") && t.at("storage").is_number_integer()) {
+        n = t.at("storage").get<int64_t>();
+      } else {
+        for (const auto& d : t.value("shape", json::array()))
+          n = d.is_number_integer() && d.get<int64_t>() > 0
+                  ? (n > (int64_t(1) << 62) / d.get<int64_t>() ? int64_t(1) << 62 : n * d.get<int64_t>())
+                  : 0;
+      }
+      total = n > (int64_t(1) << 62) - total ? int64_t(1) << 62 : total + std::max<int64_t>(n, 0);
+    }
+  return total;
+}
+
 // The outcome of a stored example that still fails (`failedOf3` > 0: it
 // passed first, then failed on a second try: flaky).
 PropertyOutcome stillFailing(RunState& s, const Case& c, const std::string& sampler, const LastFailure& failure,
@@ -515,6 +536,14 @@ std::optional<PropertyOutcome> reuse(RunState& s, json& db) {
     if (!s.run.op.empty() &&
         (c.value.value("op", json()) != json(s.run.op) || c.value.value("dtype", json()) != json(s.run.dtype))) {
       brief["why"] = "its case is not one of " + s.out.key();
+      dropped.push_back(brief);
+      continue;
+    }
+    // Checked before anything is built: a stored case past the target's
+    // limit (an edited file, a limit lowered since) would allocate it all.
+    if (const int64_t held = storageElements(c.value); s.run.maxElements > 0 && held > s.run.maxElements) {
+      brief["why"] = "its tensors' storages hold " + std::to_string(held) + " elements, past the target's " +
+                     "max_elements " + std::to_string(s.run.maxElements) + " (not built)";
       dropped.push_back(brief);
       continue;
     }

@@ -118,6 +118,9 @@ struct PropertyRun {
   std::string checkKind;  ///< flagprop.judging.checks kind
   json judging;           ///< op runs: the catalog entry's judging spec
   int cases = 100;        ///< default maxSuccess (RunOptions::cases overrides)
+  /// Op runs: the target's max_elements; a stored example whose tensors'
+  /// storages hold more elements is dropped unbuilt (0: no limit).
+  int64_t maxElements = 0;
   rc::Gen<Case> generator = rc::gen::just(Case{});
   std::function<json(const Case&)> judge;
   /// Judges a case again, running it anew where `judge` would answer from

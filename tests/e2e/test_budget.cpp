@@ -38,8 +38,8 @@ fs::path scratch(const std::string& name) {
 TEST(Budget, EveryRunGetsItsFirstPassBeforeAnyFailureIsShrunk) {
   const fs::path d = scratch("first-pass");
   std::string out;
-  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --cases 3 --budget 3600 --verbose --confirm-time 0 --manifest " +
-                   kTargets + "ops-edge-faults.json --report-dir " + (d / "r").string(),
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --cases 3 --budget 3600 --verbose --confirm-time 0 --manifest " + kTargets +
+                   "ops-edge-faults.json --report-dir " + (d / "r").string(),
                &out),
             0)
       << out;

@@ -394,6 +394,14 @@ TEST(Memory, ABrokenOrForeignStoredExampleNeverDecidesAVerdict) {
          ex["case"]["calls"][0]["tensors"][0]["dtype"] = "float16";
        },
        true},
+      // 10^10 elements (40 GB of float32) past the target's max_elements:
+      // dropped before anything is built (else it would be allocated)
+      {"too-large",
+       [](json& ex) {
+         ex["case"]["calls"][0]["tensors"][0]["shape"] = {100000, 100000};
+         ex["case"]["calls"][0]["tensors"][0]["storage"] = 10000000000LL;
+       },
+       true},
       {"reason-int", [](json& ex) { ex["reason"] = 7; }, false},
       {"case-string", [](json& ex) { ex["case"] = "hello"; }, false},
   };
@@ -415,6 +423,8 @@ TEST(Memory, ABrokenOrForeignStoredExampleNeverDecidesAVerdict) {
     EXPECT_EQ(r.at("summary").at("db").value("still_failing", -1), 0) << v.name;
     EXPECT_EQ(r.at("summary").at("db").value("dropped", -1), v.dropped ? 1 : 0) << v.name;
     EXPECT_EQ(r.at("summary").at("db").value("replayed", -1), v.dropped ? 1 : 0) << v.name;
+    if (v.name == "too-large")
+      EXPECT_NE(res.dump().find("past the target's max_elements"), std::string::npos) << res.dump();
     // The run stored its own examples, the first written over the broken file.
     EXPECT_EQ(load(folder / first.filename()).at("case"), good.at("case")) << v.name;
   }

@@ -231,7 +231,8 @@ for MODE in "$@"; do
       $FP merge "${parts[@]}" --report-dir "$OUTDIR/all-dtypes" >"$OUTDIR/merge.log" 2>&1
       echo "== all-ops-dtypes: $n parts merged, exit $? in $((SECONDS - t0)) s"
       tail -3 "$OUTDIR/merge.log"
-      for d in "${parts[@]}" "$OUTDIR/all-dtypes"; do echo "== coverage of $d"; $PY matrix/coverage.py "$d" | tail -4; done ;;
+      for d in "${parts[@]}" "$OUTDIR/all-dtypes"; do echo "== coverage of $d"; $PY matrix/coverage.py "$d" | head -8; done
+      grep -h -E "^coverage before depth|judged alone" "$OUTDIR"/part*.log ;;
     all-ops)
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \

@@ -114,9 +114,11 @@ class Drafts(unittest.TestCase):
                 self.assertIn(fact, env, "%s: environment lacks %s" % (name, fact))
             self.assertTrue("## Reproduce" in text, "%s has no Reproduce section" % name)
             repro = text.split("## Reproduce", 1)[1].split("## Environment", 1)[0]
-            paths = re.findall(r"(/\S+/reproducers/\S+\.py)", repro)
-            self.assertTrue("```python" in repro or any(os.path.isfile(p) for p in paths),
+            paths = re.findall(r"(\S*reproducers/[^\s`]+\.py)", repro)
+            self.assertTrue("```python" in repro or any(os.path.isfile(os.path.join(REPORT_DIR, p)) for p in paths),
                             "%s: neither the reproducer's code nor an existing reproducer path" % name)
+            # Run from the report folder, wherever it is: no absolute path of this machine's report folder.
+            self.assertNotIn(os.path.abspath(REPORT_DIR), repro, "%s: the report folder's absolute path" % name)
 
     def test_one_op_failing_in_four_dtypes_is_one_draft_listing_them(self):
         """Checks: one op failing in four dtypes is one draft listing them. Fails the test otherwise."""

@@ -346,6 +346,20 @@ class Grouping(unittest.TestCase):
         self.assertEqual(drafts.grouping_key(r), drafts.grouping_key(other))
         self.assertEqual(drafts.grouping_key(r), ("P6", "pow.Tensor_Scalar", "aliases an input", "", ""))
 
+    def test_an_op_case_reads_as_torch_calls(self):
+        case = {"op": "addmm.default", "dtype": "float32", "calls": [{
+            "tensors": [{"dtype": "float32", "shape": [], "strides": [], "offset": 0, "storage": 1,
+                         "values": "normal", "specials": [[0, "nan"]]},
+                        {"dtype": "float32", "shape": [2, 3], "strides": [1, 2], "offset": 1, "storage": 7,
+                         "values": "grid", "specials": []}],
+            "args": [{"tensor": 0}, {"tensor": 1}, {"tensor": 1}], "kwargs": {"beta": 0, "alpha": float("inf")}}]}
+        text = drafts.case_as_torch(case)
+        self.assertIn("t0 = torch.empty(1, dtype=torch.float32).as_strided([], [], 0)  # values: normal, "
+                      "specials nan at 0", text)
+        self.assertIn("t1 = torch.empty(7, dtype=torch.float32).as_strided([2, 3], [1, 2], 1)", text)
+        self.assertIn("out = torch.ops.aten.addmm.default(t0, t1, t1, beta=0, alpha=float('inf'))", text)
+        self.assertEqual(drafts.case_as_torch({"installer": "x"}), "")
+
     def test_written_drafts_inline_small_reproducers_and_link_large_ones(self):
         """Checks: written drafts inline small reproducers and link large ones. Fails the test otherwise."""
         d = tempfile.mkdtemp(prefix="flagprop-drafts-write-", dir=self.tmp)
@@ -366,7 +380,7 @@ class Grouping(unittest.TestCase):
         view = next(t for n, t in texts.items() if "pow.Tensor_Scalar" in t.split("\n")[0])
         self.assertIn("```python\nimport sys\nprint('reproduced')", view)
         mean = next(t for n, t in texts.items() if "raises RuntimeError" in t.split("\n")[0])
-        self.assertIn("over the 60 KB inlined here", mean)
+        self.assertIn("over the 8 KB inlined here", mean)
         self.assertIn("repro_large.py", mean)
         self.assertNotIn("x = 1\nx = 1", mean)
         for name, t in texts.items():

@@ -42,7 +42,7 @@ KERNEL_PROPERTIES = {"P5", "P6"}
 
 #: Reproducers up to this many bytes are inlined in a draft; larger ones are
 #: named by path (with their size and SHA256) instead.
-INLINE_LIMIT = 60 * 1024
+INLINE_LIMIT = 8 * 1024
 
 #: A draft's counterexample JSON is cut at this many characters.
 COUNTEREXAMPLE_LIMIT = 8000
@@ -450,7 +450,13 @@ def _reproduce(report, g, report_dir):
         lines.append("Standalone, with a python3 that has torch (flagprop not needed; exit 1: reproduced, 0: not "
                      "reproduced, 2: a file of the target is missing, 3: cannot run here):")
         lines.append("")
-        lines.append(_fence("%s %s" % (python, shlex.quote(m["reproducer"])), "sh"))
+        shown = m["reproducer"]
+        if os.path.abspath(found).startswith(os.path.abspath(report_dir) + os.sep):
+            shown = os.path.relpath(found, report_dir)  # from the report folder, wherever it is
+            lines.append("From the report folder:")
+            lines.append("")
+        lines.append(_fence("%s %s" % (os.path.basename(python) if shown != m["reproducer"] else python,
+                                       shlex.quote(shown)), "sh"))
         if size <= INLINE_LIMIT:
             lines.append("The reproducer (`%s`, %d bytes):" % (os.path.basename(found), size))
             lines.append("")
@@ -458,7 +464,7 @@ def _reproduce(report, g, report_dir):
         else:
             lines.append("The reproducer is %d KB, over the %d KB inlined here: attach the file %s "
                          "(SHA256 %s) instead; it embeds flagprop's Python modules." % (
-                             (size + 1023) // 1024, INLINE_LIMIT // 1024, _code(m["reproducer"]),
+                             (size + 1023) // 1024, INLINE_LIMIT // 1024, _code(shown),
                              _code(hashlib.sha256(data).hexdigest())))
             lines.append("")
     elif m["reproducer"]:
@@ -569,6 +575,67 @@ def _what_happens(g):
             else "The smallest case RapidCheck found", m["target"], ", " + m["dtype"] if m["dtype"] else ""))
         lines.append("")
         lines.append(_fence(text, "json"))
+        torch_lines = case_as_torch(m["counterexample"])
+        if torch_lines:
+            lines.append("The same case as torch calls (shapes, strides, storage offsets and arguments; the "
+                         "values come from flagprop's seeded generator, which the reproducer prints):")
+            lines.append("")
+            lines.append(_fence(torch_lines, "python"))
+    return "\n".join(lines)
+
+
+def _torch_arg(value):
+    """An argument of an op case's call as Python source: ``{"tensor": i}``
+    as ``t<i>``, placeholders (``$dtype``, ``$out``...) by name, lists and
+    dicts element by element, anything else as its ``repr``."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, v), = value.items()
+        if key == "tensor":
+            return "t%d" % v
+        if key == "$out":
+            return "out%d" % v
+        if key == "$dtype":
+            return "torch.%s" % v
+        if key in ("$memory_format", "$layout"):
+            return "torch.%s" % v
+        if key == "$device":
+            return "device"
+    if isinstance(value, list):
+        return "[%s]" % ", ".join(_torch_arg(v) for v in value)
+    if isinstance(value, dict):
+        return "{%s}" % ", ".join("%r: %s" % (k, _torch_arg(v)) for k, v in value.items())
+    if isinstance(value, float) and value != value:
+        return "float('nan')"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "float('%s')" % ("inf" if value > 0 else "-inf")
+    return repr(value)
+
+
+def case_as_torch(case):
+    """An op case (``{"op", "calls": [{"tensors", "args", "kwargs"}]}``,
+    flagprop.engine.ops' form) as a few lines of torch a maintainer reads
+    at a glance: each tensor as ``torch.empty`` storage viewed with
+    ``as_strided`` (its shape, strides and offset), its value kind and
+    specials as a comment, then the ATen call. '' for any other case."""
+    if not isinstance(case, dict) or not isinstance(case.get("calls"), list) or not case.get("op"):
+        return ""
+    base, _, overload = str(case["op"]).partition(".")
+    lines = ["import torch", ""]
+    for k, call in enumerate(case["calls"]):
+        if not isinstance(call, dict):
+            return ""
+        for i, t in enumerate(call.get("tensors") or []):
+            if not isinstance(t, dict):
+                return ""
+            note = "values: %s" % t.get("values", "?")
+            if t.get("specials"):
+                note += ", specials %s" % ", ".join("%s at %s" % (w, at) for at, w in t["specials"][:4])
+            lines.append("t%d = torch.empty(%s, dtype=torch.%s).as_strided(%s, %s, %s)  # %s" % (
+                i, t.get("storage"), t.get("dtype"), t.get("shape"), t.get("strides"), t.get("offset", 0), note))
+        args = [_torch_arg(a) for a in call.get("args") or []]
+        args += ["%s=%s" % (n, _torch_arg(v)) for n, v in (call.get("kwargs") or {}).items()]
+        lines.append("%storch.ops.aten.%s.%s(%s)" % ("out = " if k == len(case["calls"]) - 1 else "",
+                                                     base, overload or "default", ", ".join(args)))
     return "\n".join(lines)
 
 

@@ -624,8 +624,13 @@ def _replay(report, t, key, reproduce, reproducer, reproducer_error=None, replay
         cmd = replay or replay_command(prov, t.get("manifest", ""), key, reproduce)
         out.append("<div>replay in flagprop: <code>%s</code></div>" % _e(cmd))
     if reproducer:
-        out.append("<div>standalone reproducer (exit 1: reproduced): <code>%s %s</code></div>"
-                   % (_e(prov.get("python") or "python3"), _e(shlex.quote(str(reproducer)))))
+        shown, where = str(reproducer), ""
+        folder = prov.get("report_dir") or ""
+        if folder and shown.startswith(folder.rstrip("/") + "/"):  # run from the report folder, wherever it is
+            shown, where = os.path.relpath(shown, folder), ", from the report folder"
+        out.append("<div>standalone reproducer (exit 1: reproduced%s): <code>%s %s</code></div>"
+                   % (where, _e(os.path.basename(prov.get("python") or "python3") if where else
+                                (prov.get("python") or "python3")), _e(shlex.quote(shown))))
     if reproducer_error:
         out.append('<div class="st-error">no reproducer: %s</div>' % _e(reproducer_error))
     return "".join(out)

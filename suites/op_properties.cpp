@@ -393,6 +393,60 @@ PropertyRun judgedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry&
   return opRun(s, def, entry, dtype, cases, shared);
 }
 
+namespace {
+
+// The scalars a P10 history call gives the case's numeric keyword
+// arguments: 1 (which Triton specializes as a constant), 2, -1, 0.5.
+const double kHistoryScalars[] = {1, 2, -1, 0.5};
+
+// A history call of case `c`: the same op, dtype, shapes and layouts, its
+// tensors' values from other seeds (+ `seedOffset`) and its numeric keyword
+// arguments (not booleans) set to kHistoryScalars[scalar].
+json historyCall(const json& c, int scalar, int seedOffset) {
+  json h = c;
+  h.erase("history");
+  for (auto& call : h["calls"]) {
+    for (auto& t : call["tensors"])
+      if (t.contains("seed") && t["seed"].is_number_integer()) t["seed"] = t["seed"].get<int64_t>() + seedOffset;
+    if (call.contains("kwargs") && call["kwargs"].is_object())
+      for (auto it = call["kwargs"].begin(); it != call["kwargs"].end(); ++it)
+        if (it.value().is_number() && !it.value().is_boolean())
+          it.value() = it.value().is_number_integer() && kHistoryScalars[scalar] != 0.5
+                           ? json(static_cast<int64_t>(kHistoryScalars[scalar]))
+                           : json(kHistoryScalars[scalar]);
+  }
+  return h;
+}
+
+// P10's cases: each of `cases` with a history of up to 4 calls run before
+// it in the same process (historyCall); RapidCheck shrinks the history
+// (fewer calls, the first scalar, the nearest seed) with the case.
+rc::Gen<Case> withHistory(const rc::Gen<Case>& cases) {
+  return rc::gen::mapcat(cases, [](const Case& c) {
+    const auto picks = rc::gen::container<std::vector<std::pair<int, int>>>(
+        rc::gen::pair(rc::gen::inRange(0, 4), rc::gen::inRange(1, 1000)));
+    return rc::gen::map(picks, [c](const std::vector<std::pair<int, int>>& ps) {
+      if (!c.value.is_object() || !c.value.contains("calls")) return c;
+      json v = c.value;
+      v["history"] = json::array();
+      for (size_t i = 0; i < ps.size() && i < 4; ++i)
+        v["history"].push_back(historyCall(c.value, ps[i].first, ps[i].second));
+      return Case{v};
+    });
+  });
+}
+
+}  // namespace
+
+PropertyRun historyOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                         const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared) {
+  PropertyRun run = opRun(s, def, entry, dtype, withHistory(cases), shared);
+  run.fallback.reset();  // OpInfo's samples and the explicit examples are P5's: P10's cases carry a history
+  run.examples = nullptr;
+  run.distinct = 1;
+  return run;
+}
+
 PropertyRun checkedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                          const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>&) {
   return checkedRun(s, def, entry, dtype, cases);

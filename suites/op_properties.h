@@ -14,6 +14,14 @@ namespace flagprop {
 PropertyRun judgedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
                         const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
 
+/// P10: P5's judging of each case after a generated history of earlier
+/// calls of the same op in the same process (other values, the scalar
+/// keyword arguments at 1, 2, -1, 0.5: what a cache keyed on too little
+/// answers from), the history shrunk with the case; no explicit examples
+/// or OpInfo fallback (P5's).
+PropertyRun historyOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,
+                         const rc::Gen<Case>& cases, const std::shared_ptr<OpRunState>& shared);
+
 /// P7: each case judged by the property's own check kind; a lost device
 /// stops it as it stops P5 / P6.
 PropertyRun checkedOpRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry, const std::string& dtype,

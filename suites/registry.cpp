@@ -122,6 +122,10 @@ const std::vector<PropertyDef>& properties() {
         op("P9", "A/B timing", "timing",
            "a measurement: host and device time per call with the patch on and off, ABBA pairs, 95% CIs", timingOpRun,
            "flagprop.observers.timing", false, 1, timingCell),
+        op("P10", "history independence", "op",
+           "a case gives the reference's result after earlier calls of the same op in the same process (other "
+           "values, scalar arguments at 1, 2, -1, 0.5): no cache keyed on too little answers it",
+           historyOpRun, "flagprop.engine.ops", false),
     };
     if (const std::string why = registryProblem(d); !why.empty())
       throw std::logic_error("flagprop's property registry: " + why);

@@ -361,8 +361,8 @@ std::vector<OptionSpec> processOptions() {
          if (o.budgetSeconds > 0) add(a, {"--first-pass"});
        }},
       {"--confirm-time", "SEC", "Cli::confirmSeconds", "confirm",
-       "each target's failing op results are confirmed alone, their reproducers run in fresh processes, within "
-       "SEC s (default 120; 0: none): one that passes alone but fails after earlier calls of its process is "
+       "each target's failing op results are judged again alone, each in a fresh target process, within SEC s "
+       "(default 120; 0: none): one that passes alone but fails after earlier calls of its process is "
        "history-dependent (the fewest such calls found and written into its reproducer), one that fails "
        "neither way is flaky",
        whole(0, 86400, "--confirm-time needs a number of seconds from 0 (none) to 86400",

@@ -128,3 +128,38 @@ TEST(History, AFailureThatRecursAloneIsConfirmedAndKept) {
   EXPECT_GE(confirmed, 1) << out;
   flagprop::removeTree(d.string());
 }
+
+// P10 (a case after a generated history of calls of the same op): fails on
+// the shape-keyed memo, its failure history-dependent; passes on every op
+// of the well-behaved fixture.
+TEST(History, P10FailsOnAMemoKeyedOnTooLittleAndPassesOnWellBehavedOps) {
+  const fs::path d = scratch("p10");
+  std::string out;
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --property P10 --manifest " + kTargets +
+                   "ops-history-memo.json --report-dir " + (d / "memo").string(),
+               &out),
+            0)
+      << out;
+  const json memo = load(d / "memo/report.json").at("targets").at(0);
+  ASSERT_FALSE(memo.at("results").empty());
+  for (const auto& r : memo.at("results")) EXPECT_EQ(r.value("status", ""), "fail") << r.dump();
+  json m = load(kTargets + "well-behaved.json");
+  for (const char* section : {"installer", "ops"})
+    if (m.contains(section) && m[section].contains("path"))
+      m[section]["path"] = (fs::path(kTargets) / m[section]["path"].get<std::string>()).lexically_normal().string();
+  m["properties"] = {"P10"};
+  m["expect"] = {{"P10", "pass"}};
+  flagprop::writeText((d / "well.json").string(), m.dump());
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --cases 10 --manifest " + (d / "well.json").string() + " --report-dir " +
+                   (d / "well").string(),
+               &out),
+            0)
+      << out;
+  const json well = load(d / "well/report.json").at("targets").at(0);
+  EXPECT_GE(well.at("results").size(), 10u);
+  for (const auto& r : well.at("results")) {
+    EXPECT_EQ(r.value("status", ""), "pass") << r.dump();
+    EXPECT_GE(r.value("cases_run", 0), 10) << r.dump();
+  }
+  flagprop::removeTree(d.string());
+}

@@ -259,6 +259,8 @@ def findings_of(case, obs, judging):
 
 
 def _observe_op(target, case, judging):
+    for earlier in case.get("history") or ():  # P10: the calls before it in this process, not judged
+        observe_judged(target, earlier, target["default_gates"], judging)
     return observe_judged(target, case, target["default_gates"], judging)
 
 
@@ -278,8 +280,10 @@ def _judge_op(target, case, obs, judging):
     if findings.get("control"):  # information, never a finding (docs/control.md)
         tag += ", the stock path differs from CPU ATen" if any(
             "differs from CPU ATen" in n for n in findings["control"]) else ", no stock kernel"
-    return {"verdicts": {p: verdicts.op_verdict(findings, p, case) for p in ("P5", "P6")}, "tag": tag,
-            "evidence": findings}
+    judged = {p: verdicts.op_verdict(findings, p, case) for p in ("P5", "P6")}
+    if "history" in case:  # P10: P5's verdict on the case after its history
+        judged["P10"] = judged["P5"]
+    return {"verdicts": judged, "tag": tag, "evidence": findings}
 
 
 def _observe_hits(target, case):

@@ -226,6 +226,7 @@ struct Earlier {
   std::map<std::string, json> confirm;       // run key -> a crash to judge once more, in this fresh process
   std::map<std::string, json> flaky;         // run key -> a flaky result to judge once more, in this fresh process
   std::map<std::string, std::string> retry;  // "op/dtype" -> why its runs start from their fallback
+  std::map<std::string, json> retried;       // "op/dtype" -> that crash's result (a run without a fallback keeps it)
   // "op/dtype" -> explicit examples CPU ATen died on: its runs go again without them
   std::map<std::string, std::vector<std::string>> skipExamples;
 };
@@ -251,6 +252,7 @@ void sortEarlier(const json& before, Earlier& e, json& doc) {
       // CPU ATen died on a schema sample: the op's runs go again from the
       // fallback's valid samples (a second crash there is kept).
       e.retry[rec.op + "/" + rec.dtype] = obs.crash.value_or("");
+      e.retried[rec.op + "/" + rec.dtype] = r;
       continue;
     }
     const bool died = obs.crash.has_value();
@@ -338,6 +340,13 @@ std::string resume(const std::string& path, std::vector<PropertyRun>& runs, json
     const auto c = e.crashed.find(opDtype);
     if (c != e.crashed.end() && c->second.value("key", std::string()) == runKey(run)) crashedBefore.insert(opDtype);
     if (e.done.count(runKey(run))) continue;
+    if (const auto r = e.retried.find(opDtype); r != e.retried.end() && !run.fallback && run.checkKind == "op") {
+      // CPU ATen died on a case of a run with no fallback to draw from
+      // (P10): the same search would die the same way; its health skip stands.
+      doc["results"].push_back(r->second.value("key", std::string()) == runKey(run) ? r->second
+                                                                                    : asCrashed(run, r->second));
+      continue;
+    }
     if (judgeAgain(run, e)) {
       left.push_back(std::move(run));
       continue;

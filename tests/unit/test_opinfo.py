@@ -52,6 +52,19 @@ class OpInfo(unittest.TestCase):
         self.assertTrue(seven)
         self.assertTrue(fallback)
 
+    def test_a_cache_folder_that_cannot_be_written_moves_the_bank_to_the_temporary_directory(self):
+        """Checks: a bank path whose folder cannot be made (under /proc,
+        which not even root can write) is moved to this user's folder under
+        the temporary directory, same file name; a writable one is kept."""
+        import tempfile
+        moved = opinfo.writable_bank_path("/proc/self/flagprop-cache/flagprop/opinfo-x.json")
+        self.assertEqual(os.path.basename(moved), "opinfo-x.json")
+        self.assertEqual(os.path.dirname(moved), os.path.join(tempfile.gettempdir(), "flagprop-opinfo-%d" % os.getuid()))
+        self.assertTrue(os.path.isdir(os.path.dirname(moved)))
+        with tempfile.TemporaryDirectory() as d:
+            kept = os.path.join(d, "flagprop", "opinfo-y.json")
+            self.assertEqual(opinfo.writable_bank_path(kept), kept)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -30,9 +30,10 @@ fresh interpreter of the target's Python (``python3 -m flagprop.engine.opinfo
 --write PATH``; importing the test database changes global state such as
 ``torch.backends`` flags, which the process under test must not see), and
 kept at ``$FLAGPROP_OPINFO_BANK`` or under ``$XDG_CACHE_HOME/flagprop``
-(default ``~/.cache/flagprop``). Building takes about 35 to 60 s on one core
-(LibTorch 1.13, 602 entries), in forked children on every core the
-process may use; docs/opinfo.md says more.
+(default ``~/.cache/flagprop``; where that folder cannot be written, under
+the temporary directory: ``writable_bank_path``). Building takes about 35
+to 60 s on one core (LibTorch 1.13, 602 entries), in forked children on
+every core the process may use; docs/opinfo.md says more.
 """
 
 import hashlib
@@ -601,6 +602,23 @@ def bank_path(torch_version):
     return os.path.join(root, "flagprop", "opinfo-%s-f%d-%s.json" % (torch_version, FORMAT, _source_hash()))
 
 
+def writable_bank_path(path):
+    """``path``, or, when its folder cannot be made or written (a read-only
+    ``~/.cache``), the same file name in a folder of this user's under the
+    temporary directory (``flagprop-opinfo-UID``), so that the bank is still
+    built and kept for the run. Raises OSError when neither can be made."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return path
+    except OSError:
+        pass
+    alt = os.path.join(tempfile.gettempdir(), "flagprop-opinfo-%d" % os.getuid())
+    os.makedirs(alt, mode=0o700, exist_ok=True)
+    return os.path.join(alt, os.path.basename(path))
+
+
 def python_executable():
     """A Python interpreter of this process's version (an embedded
     interpreter's ``sys.executable`` may be the embedding program, or
@@ -672,7 +690,8 @@ def load():
     if path in _LOADED:
         return _LOADED[path]
     if not os.path.exists(path):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        path = writable_bank_path(path)  # a read-only cache folder: the bank goes under the temporary directory
+    if not os.path.exists(path):
         with open(path + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not os.path.exists(path):

@@ -4,6 +4,7 @@
 #include "suites/registry.h"
 
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,11 +104,17 @@ class TargetProcesses {
         plannable_(plan.has_value()),
         planned_(plan.value_or(std::vector<std::string>{})),
         env_(std::move(env)) {}
+  TargetProcesses(const TargetProcesses&) = delete;
+  TargetProcesses& operator=(const TargetProcesses&) = delete;
+  ~TargetProcesses() {
+    if (inflightFd_ >= 0) ::close(inflightFd_);
+  }
 
   json run() {
     std::vector<std::string> args = childArgs(opts_, manifest_, out_, reproDir_);
     for (int restart = 0;; ++restart) {
       removeScratch();
+      keepInflight();
       const int left = secondsLeft();
       if (budgeted() && left <= 0) return stopped(budgetWhy(), false);  // nothing started: the budget is spent
       const bool budgetLimits = budgeted() && left < opts_.timeoutSeconds;
@@ -155,6 +162,29 @@ class TargetProcesses {
     fs::remove(inflight(), ec);
     fs::remove(stage(), ec);
   }
+  // The in-flight record made (empty) before the child starts, and held
+  // open here: the child writes it in place (overwriteFile keeps its
+  // inode), so an op that unlinks it and then crashes does not take the
+  // case with it (readInflight reads it through this descriptor).
+  void keepInflight() {
+    if (inflightFd_ >= 0) ::close(inflightFd_);
+    inflightFd_ = ::open(inflight().c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  // The in-flight record: by its path, else (unlinked) through the
+  // descriptor keepInflight holds; "" when neither has it.
+  std::string readInflight() const {
+    try {
+      return readFile(inflight());
+    } catch (const std::exception&) {
+    }
+    std::string text;
+    if (inflightFd_ < 0 || ::lseek(inflightFd_, 0, SEEK_SET) < 0) return text;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(inflightFd_, buf, sizeof buf)) > 0 && text.size() < (size_t(1) << 24);)
+      text.append(buf, static_cast<size_t>(n));
+    return text;
+  }
+  int inflightFd_ = -1;
   // A fresh process for the runs left: the document so far is its --resume.
   std::vector<std::string> resumeArgs() const {
     auto a = childArgs(opts_, manifest_, out_, reproDir_);
@@ -232,7 +262,7 @@ class TargetProcesses {
   std::optional<PropertyOutcome> caseInFlight(const json& doc, const std::string& why) const {
     json fly;
     try {
-      fly = json::parse(readFile(inflight()));
+      fly = json::parse(readInflight());
     } catch (const std::exception&) {
     }
     if (!fly.is_object() || doc.value("status", "") != "ok") return std::nullopt;

@@ -163,3 +163,25 @@ TEST(History, P10FailsOnAMemoKeyedOnTooLittleAndPassesOnWellBehavedOps) {
   }
   flagprop::removeTree(d.string());
 }
+
+// An op that removes its process's in-flight record and then crashes
+// (unlinks_inflight_then_dies): the parent holds the record open, so the
+// case is still recorded with its crash and reproducer, not lost as a death
+// outside a case.
+TEST(History, ACaseWhoseOpRemovesItsInFlightRecordAndDiesIsStillRecorded) {
+  const fs::path d = scratch("unlinks");
+  std::string out;
+  ASSERT_EQ(sh(kFp + " run --no-db --seed 3 --manifest " + kTargets + "ops-unlinks-inflight.json --report-dir " +
+                   (d / "r").string(),
+               &out),
+            0)
+      << out;
+  const json r = load(d / "r/report.json").at("targets").at(0).at("results").at(0);
+  EXPECT_EQ(r.value("status", ""), "fail") << r.dump();
+  EXPECT_TRUE(r.at("observations").contains("crash")) << r.dump();
+  EXPECT_FALSE(r.at("counterexample").is_null()) << r.dump();
+  EXPECT_EQ(r.at("counterexample").at("calls").at(0).at("tensors").at(0).at("shape"), json::array()) << r.dump();
+  EXPECT_FALSE(r.value("reproducer", "").empty()) << r.dump();
+  EXPECT_EQ(out.find("outside a case"), std::string::npos) << out;
+  flagprop::removeTree(d.string());
+}

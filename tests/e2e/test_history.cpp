@@ -92,6 +92,7 @@ TEST(History, AFailureThatComesAndGoesAcrossProcessesIsFlakyNotHistoryDependent)
   m["ops"]["path"] = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/ops/edge_ops.py";
   m["ops"]["globals"] = {{"FAULTS", {"every_other_process"}}, {"COUNTER_FILE", (d / "counter").string()}};
   m["dtypes"] = {"float32"};
+  m["properties"] = {"P5"};
   m["expect"] = {{"P5", "flaky"}};
   flagprop::writeText((d / "m.json").string(), m.dump());
   std::string out;

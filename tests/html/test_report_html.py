@@ -238,9 +238,9 @@ class ReportPage(unittest.TestCase):
 
     # ---- the matrix ----------------------------------------------------
 
-    def test_columns_are_target_then_P1_to_P9(self):
-        """Checks: columns are target then P1 to P9. Fails the test otherwise."""
-        self.assertEqual(self.seen["columns"], ["target"] + ["P%d" % i for i in range(1, 10)])
+    def test_columns_are_target_then_P1_to_P10(self):
+        """Checks: columns are target then P1 to P10. Fails the test otherwise."""
+        self.assertEqual(self.seen["columns"], ["target"] + ["P%d" % i for i in range(1, 11)])
 
     def test_silent_skip_P1_is_a_red_fail_with_its_reason(self):
         """Checks: silent skip P1 is a red fail with its reason. Fails the test otherwise."""
@@ -288,7 +288,7 @@ class ReportPage(unittest.TestCase):
         cells = [c for c in self.seen["matrix"] if c["target"] == self.error_target]
         self.assertEqual(len(cells), 1, cells)
         c = cells[0]
-        self.assertEqual(c["colspan"], 9)
+        self.assertEqual(c["colspan"], 10)
         self.assertLooks(c, "error", "!target error")
         self.assertIn("no-such-installer.py", c["text"])
         self.assertGreaterEqual(float(c["borderWidth"].rstrip("px")), 3, c)

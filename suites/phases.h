@@ -165,6 +165,9 @@ struct MoreFailure;
 struct RunState {
   /// `replay` is the decoded reproduce string (empty on a search).
   RunState(const PropertyRun& run, const RunOptions& opts, ReproduceMap replay = {});
+  /// The state keeps references to `run` and `opts`: temporaries would dangle.
+  RunState(const PropertyRun& run, RunOptions&& opts, ReproduceMap replay = {}) = delete;
+  RunState(PropertyRun&& run, const RunOptions& opts, ReproduceMap replay = {}) = delete;
 
   const PropertyRun& run;
   const RunOptions& opts;

@@ -174,7 +174,8 @@ TEST(Phases, ReuseReportsTheFirstStoredExampleThatStillFailsAndListsTheOthers) {
   RunState t(run, opts);
   EXPECT_FALSE(reuse(t, db)) << "every stored example holds: the search goes on";
   EXPECT_EQ(db.at("fixed").size(), 1u);
-  RunState u(run, RunOptions{});
+  const RunOptions none;  // RunState keeps a reference: it must outlive the state
+  RunState u(run, none);
   json empty = json::object();
   EXPECT_FALSE(reuse(u, empty));
   EXPECT_TRUE(empty.empty()) << "nothing stored: no db note";

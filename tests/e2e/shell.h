@@ -38,4 +38,13 @@ inline nlohmann::json load(const std::filesystem::path& p) {
   return nlohmann::json::parse(in);
 }
 
+/// An empty folder `flagprop-test-<name>-<pid>` under the temporary
+/// directory (removed first if it exists).
+inline std::filesystem::path scratch(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("flagprop-test-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
 }  // namespace flagprop::e2e

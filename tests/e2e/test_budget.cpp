@@ -22,12 +22,7 @@ namespace {
 const std::string kFp = FLAGPROP_BINARY;
 const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("flagprop-test-budget-" + name + "-" + std::to_string(getpid()));
-  flagprop::removeTree(d.string());
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return flagprop::e2e::scratch("budget-" + name); }
 
 }  // namespace
 

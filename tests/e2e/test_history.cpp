@@ -28,12 +28,7 @@ const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targe
 using flagprop::e2e::load;
 using flagprop::e2e::sh;
 
-fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("flagprop-test-history-" + name + "-" + std::to_string(getpid()));
-  flagprop::removeTree(d.string());
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return flagprop::e2e::scratch("history-" + name); }
 
 }  // namespace
 

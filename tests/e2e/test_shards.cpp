@@ -3,6 +3,7 @@
 // result; a missing part is named and fails; parts that overlap or belong to
 // other runs are refused.
 #include "core/files.h"
+#include "tests/e2e/shell.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,26 +26,8 @@ namespace {
 const std::string kFp = FLAGPROP_BINARY;
 const std::string kTargets = std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/";
 
-int sh(const std::string& cmd, std::string* out = nullptr) {
-  static int n = 0;
-  const std::string log =
-      (fs::temp_directory_path() / ("flagprop-test-shards-" + std::to_string(getpid()) + "-" + std::to_string(++n)))
-          .string();
-  const int rc = std::system((cmd + " >" + log + " 2>&1").c_str());
-  std::stringstream ss;
-  {
-    std::ifstream in(log);
-    ss << in.rdbuf();
-  }
-  fs::remove(log);
-  if (out) *out = ss.str();
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-json load(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);
-}
+using flagprop::e2e::load;
+using flagprop::e2e::sh;
 
 // target name + " " + run key -> status, of a report.
 std::map<std::string, std::string> statuses(const json& report) {

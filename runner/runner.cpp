@@ -70,17 +70,18 @@ class PropertyTest : public testing::Test {
     RunOptions ro = opts_->run;
     if (opts_->progressFd >= 0) {
       const int fd = opts_->progressFd;
+      const std::string tag = opts_->progressTag;
       const auto t0 = std::chrono::steady_clock::now();
       auto last = std::make_shared<std::chrono::steady_clock::time_point>();
       const std::string what = "[" + t.name + "] " + label;
-      ro.progress = [fd, t0, last, what](int cases) {
+      ro.progress = [fd, tag, t0, last, what](int cases) {
         const auto now = std::chrono::steady_clock::now();
         if (now - *last < std::chrono::milliseconds(200)) return;
         *last = now;
         const double s = std::chrono::duration<double>(now - t0).count();
-        const std::string line = "\r\033[K" + what.substr(0, 90) + ": " + std::to_string(cases) + " cases, " +
-                                 std::to_string(static_cast<int>(s)) + " s";
-        [[maybe_unused]] const auto n = write(fd, line.data(), line.size());
+        writeConsoleFrame(fd, tag, 'P',
+                          what.substr(0, 90) + ": " + std::to_string(cases) + " cases, " +
+                              std::to_string(static_cast<int>(s)) + " s");
       };
     }
     if (!opts_->exampleDb.empty() && ro.reproduce.empty())
@@ -509,9 +510,9 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
   // Not again in a process resumed after a crash: the first one's workers filled the cache.
   if (opts.precompileWorkers > 0 && opts.resumeFrom.empty()) {
     if (opts.progressFd >= 0) {
-      const std::string line = "\r\033[K[" + doc["name"].get<std::string>() + "] compiling ahead in " +
-                               std::to_string(opts.precompileWorkers) + " processes";
-      [[maybe_unused]] const auto n = write(opts.progressFd, line.data(), line.size());
+      writeConsoleFrame(opts.progressFd, opts.progressTag, 'P',
+                        "[" + doc["name"].get<std::string>() + "] compiling ahead in " +
+                            std::to_string(opts.precompileWorkers) + " processes");
     }
     const json pre = precompile(*session, opts.claimDir.empty() ? runs : precompiled,
                                 {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
@@ -525,15 +526,59 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
     }
   }
   runAsTests(runs, *session, doc, opts, sink);
-  if (opts.progressFd >= 0) [[maybe_unused]]
-    const auto n = write(opts.progressFd, "\r\033[K", 4);
+  if (opts.progressFd >= 0) writeConsoleFrame(opts.progressFd, opts.progressTag, 'P', "");
   doc["complete"] = true;  // the parent tells a finished target from one that died
   return doc;
 }
 
 namespace {
 volatile sig_atomic_t gStop = 0;
+
+// The text of a foreign console line or of a progress frame, as one line
+// of printable ASCII: a control byte (an escape sequence's ESC among them)
+// is a '?', so that nothing written can move the cursor or clear the screen.
+std::string printable(std::string_view text, size_t most) {
+  std::string out;
+  for (const char ch : text.substr(0, most)) out += ch >= 0x20 && ch < 0x7f ? ch : '?';
+  return out;
+}
 }  // namespace
+
+std::string consoleTag(const std::string& key) { return hmacSha256Hex(key, "flagprop console").substr(0, 32); }
+
+void writeConsoleFrame(int fd, const std::string& tag, char kind, std::string_view text) {
+  if (fd < 0) return;
+  std::string frame = tag;
+  frame += kind;
+  frame.append(text.substr(0, text.find('\n')));
+  frame += '\n';
+  [[maybe_unused]] const auto n = write(fd, frame.data(), frame.size());
+}
+
+ConsoleFrames::int_type ConsoleFrames::overflow(int_type c) {
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  const char ch = traits_type::to_char_type(c);
+  xsputn(&ch, 1);
+  return c;
+}
+
+std::streamsize ConsoleFrames::xsputn(const char* s, std::streamsize n) {
+  for (std::streamsize i = 0; i < n; ++i) {
+    if (s[i] != '\n') {
+      line_ += s[i];
+      continue;
+    }
+    writeConsoleFrame(fd_, tag_, 'L', line_);
+    line_.clear();
+  }
+  return n;
+}
+
+int ConsoleFrames::sync() {
+  if (!line_.empty()) writeConsoleFrame(fd_, tag_, 'T', line_);
+  line_.clear();
+  return 0;
+}
 
 void requestStop() { gStop = 1; }
 bool stopRequested() { return gStop != 0; }
@@ -610,6 +655,8 @@ class Children {
         results_(specs.size()),
         run_(specs.size()),
         relay_(specs.size(), -1),
+        tag_(specs.size()),
+        pending_(specs.size()),
         start_(std::chrono::steady_clock::now()),
         deadline_(start_ + std::chrono::seconds(timeoutSeconds)) {
     for (size_t i = 0; i < specs_.size(); ++i) start(i);
@@ -627,7 +674,7 @@ class Children {
   // Relays, caps and reads the status of every child, once all have ended.
   std::vector<ChildResult> finish() {
     for (size_t i = 0; i < specs_.size(); ++i) {
-      pump(i);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
+      pump(i, true);  // what it wrote last; then the pipe is closed: a descendant left behind writes nowhere
       if (relay_[i] >= 0) close(relay_[i]);
       cap(i);
       if (run_[i].dropped > 0) {
@@ -658,7 +705,10 @@ class Children {
   void start(size_t i) {
     const ChildSpec& spec = specs_[i];
     int console[2] = {-1, -1}, secret[2] = {-1, -1};
-    if (!spec.capturePath.empty() && pipe2(console, O_CLOEXEC) == 0) fcntl(console[0], F_SETFL, O_NONBLOCK);
+    // A console only for a child with a key: its frames' tag (consoleTag) is what the code under test cannot write.
+    if (!spec.capturePath.empty() && !spec.secret.empty() && pipe2(console, O_CLOEXEC) == 0)
+      fcntl(console[0], F_SETFL, O_NONBLOCK);
+    tag_[i] = spec.secret.empty() ? "" : consoleTag(spec.secret);
     if (!spec.secret.empty() && pipe2(secret, O_CLOEXEC) != 0) secret[0] = secret[1] = -1;
     int error = 0;
     if (!spec.secret.empty() && secret[0] < 0) error = errno;
@@ -689,14 +739,50 @@ class Children {
       run_[i].dropped += static_cast<uint64_t>(st.st_size) - kCaptureCapBytes;
   }
 
-  // Copies what a child wrote to its fd 3 to this process's stdout.
-  void pump(size_t i) {
+  // Relays the frames a child wrote to its fd 3 (consoleTag) to this
+  // process's stdout; a line without its tag goes to its capture file.
+  // `last`: the child has ended, a line without its end is taken whole.
+  void pump(size_t i, bool last = false) {
     if (relay_[i] < 0) return;
     char buf[4096];
     ssize_t n = 0;
-    for (int k = 0; k < 16 && (n = read(relay_[i], buf, sizeof buf)) > 0; ++k) {  // at most 64 KiB a look
+    std::string& pending = pending_[i];
+    for (int k = 0; k < 16 && (n = read(relay_[i], buf, sizeof buf)) > 0; ++k)  // at most 64 KiB a look
+      pending.append(buf, static_cast<size_t>(n));
+    std::string out, foreign;
+    size_t at = 0;
+    while (at < pending.size()) {
+      size_t end = pending.find('\n', at), next = 0;
+      if (end != std::string::npos && end - at <= kMaxFrameBytes)
+        next = end + 1;
+      else if (pending.size() - at > kMaxFrameBytes)  // a line too long for a frame: foreign, cut
+        next = end = at + kMaxFrameBytes;
+      else if (last)
+        next = end = pending.size();
+      else
+        break;  // the rest of a line still being written
+      const std::string_view line(pending.data() + at, end - at);
+      at = next;
+      const std::string& tag = tag_[i];
+      if (line.size() <= tag.size() || line.compare(0, tag.size(), tag) != 0) {
+        foreign += "flagprop: the code under test wrote to flagprop's console descriptor: " + printable(line, 200) +
+                   (line.size() > 200 ? " [...]" : "") + "\n";
+        continue;
+      }
+      const char kind = line[tag.size()];
+      const std::string_view text = line.substr(tag.size() + 1);
+      if (kind == 'P') out += "\r\033[K" + printable(text, 200);
+      if (kind == 'T' || kind == 'L') out.append(text);
+      if (kind == 'L') out += '\n';
+    }
+    pending.erase(0, at);
+    if (!out.empty()) {
       std::cout.flush();
-      [[maybe_unused]] const auto w = write(STDOUT_FILENO, buf, static_cast<size_t>(n));
+      [[maybe_unused]] const auto w = write(STDOUT_FILENO, out.data(), out.size());
+    }
+    if (!foreign.empty() && !specs_[i].capturePath.empty()) {
+      std::ofstream capture(specs_[i].capturePath, std::ios::app);
+      capture << foreign;
     }
   }
 
@@ -786,7 +872,9 @@ class Children {
   const std::vector<ChildSpec>& specs_;
   std::vector<ChildResult> results_;
   std::vector<Running> run_;
-  std::vector<int> relay_;  // read ends of the children's console pipes
+  std::vector<int> relay_;                  // read ends of the children's console pipes
+  std::vector<std::string> tag_, pending_;  // each console's frame tag and what came after its last whole line
+  static constexpr size_t kMaxFrameBytes = 1 << 16;
   const std::chrono::steady_clock::time_point start_, deadline_;
 };
 

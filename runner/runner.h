@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <streambuf>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flagprop {
@@ -36,9 +38,11 @@ struct TargetRunOptions {
   /// Print a line per property run to stdout (run-target without a parent
   /// capturing its output, or --verbose).
   bool verbose = true;
-  /// When >= 0, a file descriptor of a terminal: a progress line (target,
-  /// run, cases done, elapsed s) is rewritten on it in place as cases run.
+  /// When >= 0, a console descriptor (see consoleTag): a progress line
+  /// (target, run, cases done, elapsed s) is rewritten on it in place as
+  /// cases run, as 'P' frames tagged progressTag.
   int progressFd = -1;
+  std::string progressTag;
   /// Worker processes that compile the op runs' kernels before the first
   /// case (runner/precompile.h; the report's `precompile`); 0: none. Not
   /// used by a resumed process (resumeFrom set).
@@ -246,6 +250,40 @@ struct ChildSpec {
   /// pipe that is then closed (a key the child reads before any code under
   /// test loads: not in its environment or command line).
   std::string secret;
+};
+
+/// The frames a target process writes on its console descriptor (fd 3,
+/// `run-target --console-fd`), so that its parent relays what flagprop
+/// writes there and nothing the code under test writes to the same
+/// descriptor. A frame is one line: consoleTag(key), one kind byte, the
+/// text, "\n" ('T' text without a line end, 'L' a line, 'P' the progress
+/// line, drawn in place; an empty 'P' clears it). The parent relays a frame
+/// whose tag matches; any other line goes to the child's capture file as
+/// the code under test's output. The tag is 32 hex digits of HMAC-SHA256
+/// under the process's key (ChildSpec::secret), so a child that was given
+/// no key gets no console descriptor at all.
+std::string consoleTag(const std::string& key);
+
+/// Writes one frame (see consoleTag) to `fd` in one write(2): a text with a
+/// line end in it is cut there (what follows is dropped; write line by line,
+/// as ConsoleFrames does). Errors are ignored: the console is best effort.
+void writeConsoleFrame(int fd, const std::string& tag, char kind, std::string_view text);
+
+/// A std::streambuf over a console descriptor that writes whole lines as
+/// 'L' frames and, on a flush, the rest of a line as a 'T' frame
+/// (std::cout of a run-target process).
+class ConsoleFrames : public std::streambuf {
+ public:
+  ConsoleFrames(int fd, std::string tag) : fd_(fd), tag_(std::move(tag)) {}
+
+ protected:
+  int_type overflow(int_type c) override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+  int sync() override;
+
+ private:
+  int fd_;
+  std::string tag_, line_;
 };
 
 /// Runs every child of `children` at once, as runChild runs one, from this

@@ -20,7 +20,6 @@
 #include "tools/merge.h"
 #include "tools/options.h"
 
-#include <ext/stdio_filebuf.h>
 #include <fnmatch.h>
 
 #include <cerrno>
@@ -190,10 +189,12 @@ int runTargetCommand(const Cli& cli) {
   opts.precompileCaseSeconds = cli.caseTimeoutSeconds;
   opts.precompileSeconds = std::max(1, cli.timeoutSeconds / 4);  // the parent passes this process's --timeout
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
-    static __gnu_cxx::stdio_filebuf<char> console(cli.consoleFd, std::ios::out);
-    std::cout.rdbuf(&console);
+    // Never destroyed: std::cout is flushed through it at exit, after static destructors.
+    static auto* console = new ConsoleFrames(cli.consoleFd, consoleTag(key));
+    std::cout.rdbuf(console);
     opts.verbose = cli.verbose;
     opts.progressFd = cli.progress ? cli.consoleFd : -1;
+    opts.progressTag = consoleTag(key);
   }
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   // The op calls this process judges, for a failure that does not recur alone (tools/confirm.h).

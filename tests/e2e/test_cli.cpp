@@ -1253,6 +1253,26 @@ TEST(Cli, ACorrectOpPrintingNonAsciiTextPassesInAnyLocale) {
   flagprop::removeTree(dir.string());
 }
 
+// An op that writes to its process's console descriptor (fd 3) reaches
+// nothing of flagprop's console: no forged verdict line, no escape sequence,
+// no frame under a tag it made up. What it wrote is its output, captured.
+TEST(Cli, AnOpWritingToTheConsoleDescriptorReachesOnlyItsCapture) {
+  const fs::path dir = testDir("writes-console");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --no-db --seed 3 --progress --manifest " + kTargets +
+                   "ops-writes-console.json --report-dir " + dir.string(),
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(out.find("forged"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\033[2J"), std::string::npos) << out;
+  EXPECT_NE(out.find("fixture-ops-writes-console: P5 pass"), std::string::npos) << out;
+  const std::string captured = load((dir / "report.json").string()).at("targets").at(0).at("captured_output").dump();
+  EXPECT_NE(captured.find("verdict: as expected (forged by the op)"), std::string::npos) << captured;
+  EXPECT_NE(captured.find("Lforged frame"), std::string::npos) << captured;
+  flagprop::removeTree(dir.string());
+}
+
 // A process that dies between cases (CPU ATen's heap corruption noticed at
 // a later allocation; here the op empties the in-flight record, what the
 // supervisor sees with no case in flight, then sends itself SIGSEGV) after

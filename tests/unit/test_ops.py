@@ -125,6 +125,47 @@ class Ops(unittest.TestCase):
         self.assertEqual(ok, [[True, True], True, True, [1.0, 1.0, 1.0], True, False])
 
 
+class FlagGemsOff(unittest.TestCase):
+
+    @unittest.skipUnless(hasattr(torch.library.Library, "_destroy"), "a torch whose Library can be destroyed (2.x)")
+    def test_the_stock_path_answers_inside_and_the_same_kernels_come_back_after(self):
+        """``setup`` registers a FlagGems stand-in's kernels through its
+        ``only_enable``; inside ``_FlagGemsOff`` the stock kernel answers,
+        after it the recorded registrations are back, for many scopes in a
+        row, without ``only_enable`` being called again."""
+        calls = []
+
+        def fake_tanh(x):
+            return torch.full_like(x, 7.0)
+
+        def only_enable(lib, include):
+            calls.append(list(include))
+            lib.impl("tanh", fake_tanh, "CPU")
+
+        fake = types.ModuleType("flag_gems")
+        fake.only_enable = only_enable
+        fake._FULL_CONFIG = (("tanh", fake_tanh),)
+        saved = {k: list(v) if isinstance(v, list) else v for k, v in ops._STATE.items()}
+        sys.modules["flag_gems"] = fake
+        try:
+            ops.setup({"ops": {"kind": "aten", "enable": "flag_gems"}}, ["tanh"])
+            x = torch.tensor([0.5, -1.0])
+            self.assertTrue(bool((torch.tanh(x) == 7).all()))
+            for _ in range(3):
+                with ops._FlagGemsOff():
+                    self.assertTrue(torch.allclose(torch.tanh(x), torch.tensor([0.5, -1.0]).double().tanh().float()))
+                self.assertTrue(bool((torch.tanh(x) == 7).all()))
+            self.assertEqual(calls, [["fake_tanh"]])
+        finally:
+            for lib in ops._STATE["libs"]:
+                if lib not in saved["libs"]:
+                    lib._destroy()
+            ops._STATE.clear()
+            ops._STATE.update(saved)
+            del sys.modules["flag_gems"]
+        self.assertFalse(bool((torch.tanh(torch.tensor([0.5])) == 7).any()))
+
+
 class OpInfo(unittest.TestCase):
 
     def test_given_values_hold_through_the_permuted_sliced_layout(self):

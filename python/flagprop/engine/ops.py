@@ -341,9 +341,29 @@ def control_of(target):
     return None if control in (None, "none") else control
 
 
+class _RecordingLibrary(torch.library.Library):
+    """A ``torch.library.Library`` that keeps the arguments of every
+    ``impl`` call that succeeded on it (``recorded``: [(args, kwargs)]), so
+    that what FlagGems' registrar registered into it can be registered
+    again, the same calls in the same order, without running the registrar
+    (its device detection, its walk over FlagGems' whole op table, its
+    logging set-up): ``_FlagGemsOff`` does so around every control call."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.recorded = []
+
+    def impl(self, *args, **kwargs):
+        out = super().impl(*args, **kwargs)
+        self.recorded.append((args, kwargs))
+        return out
+
+
 class _FlagGemsOff:
     """A scope in which the FlagGems kernels ``setup`` registered are not
-    (the device's stock kernels answer), registered again on leaving it."""
+    (the device's stock kernels answer), registered again on leaving it:
+    the very ``impl`` calls FlagGems' registrar made (``_RecordingLibrary``),
+    replayed into a fresh library."""
 
     def __enter__(self):
         for lib in _STATE["libs"]:
@@ -352,9 +372,10 @@ class _FlagGemsOff:
         return self
 
     def __exit__(self, *exc):
-        flag_gems, funcs = _STATE["gems"]
+        _flag_gems, _funcs, recorded = _STATE["gems"]
         lib = torch.library.Library("aten", "IMPL")
-        flag_gems.only_enable(lib=lib, include=funcs)
+        for args, kwargs in recorded:
+            lib.impl(*args, **kwargs)
         _STATE["libs"].append(lib)
         return False
 
@@ -918,10 +939,11 @@ def setup(target, op_names):
         config = getattr(flag_gems, "_FULL_CONFIG", ())
         wanted = set(op_names)
         funcs = sorted({item[1].__name__ for item in config if len(item) >= 2 and item[0] in wanted})
-        lib = torch.library.Library("aten", "IMPL")
+        lib = _RecordingLibrary("aten", "IMPL")
         flag_gems.only_enable(lib=lib, include=funcs)
         _STATE["libs"].append(lib)
-        _STATE["gems"] = (flag_gems, funcs)  # for the stock control: unregistered around its calls
+        # For the stock control: unregistered around its calls, then registered again as recorded.
+        _STATE["gems"] = (flag_gems, funcs, lib.recorded)
         out["enabled"] = sorted(item[0] for item in config if len(item) >= 2 and item[0] in wanted)
     triton = sys.modules.get("triton")
     knobs = getattr(triton, "knobs", None) if triton is not None else None

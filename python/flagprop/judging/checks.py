@@ -326,6 +326,9 @@ def _judge_timing(target, case, obs):
     return out
 
 
+_COMMANDS = {}  # (pid, start time) -> command line, of the child processes _children has read
+
+
 def _children():
     """{pid: command line} of this process's live child processes, from
     /proc/self/task/TID/children of the calling thread (Linux; the code under
@@ -347,13 +350,22 @@ def _children():
     for pid in pids:
         try:
             with open("/proc/%d/stat" % pid) as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue  # ended, not yet reaped: not running
-            with open("/proc/%d/cmdline" % pid, "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-            if not command:  # between fork and exec
-                with open("/proc/%d/comm" % pid) as f:
-                    command = "[%s]" % f.read().strip()
+                fields = f.read().rsplit(")", 1)[1].split()
+            if fields[0] == "Z":
+                continue  # ended, not yet reaped: not running
+            # A child that runs across cases (a compiler's worker pool) is read
+            # once: known by its pid and start time (field 22 of stat), so a
+            # reused pid is read again.
+            key = (pid, fields[19])
+            command = _COMMANDS.get(key)
+            if command is None:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                if command:  # (between fork and exec it has none yet, and its name only: read again next time)
+                    _COMMANDS[key] = command
+                else:
+                    with open("/proc/%d/comm" % pid) as f:
+                        command = "[%s]" % f.read().strip()
             out[pid] = command
         except (OSError, IndexError):
             pass  # ended meanwhile

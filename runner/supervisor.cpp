@@ -24,6 +24,14 @@
 namespace flagprop {
 
 namespace fs = std::filesystem;
+
+std::vector<std::string> cacheEnv(const std::string& tritonCache) {
+  if (tritonCache.empty()) return {};
+  std::vector<std::string> e{"TRITON_CACHE_DIR=" + tritonCache};
+  if (const char* own = std::getenv("FLAGGEMS_CACHE_DIR"); !own || !*own)
+    e.push_back("FLAGGEMS_CACHE_DIR=" + (std::filesystem::path(tritonCache) / "flaggems").string());
+  return e;
+}
 using json = nlohmann::json;
 
 namespace {
@@ -418,10 +426,10 @@ json mergeShards(std::vector<json> shards) {
   return doc;
 }
 
-// The environment of shard `i`: the Triton cache, and its device of --devices.
+// The environment of shard `i`: the caches, and its device of --devices.
 std::vector<std::string> shardEnv(const SupervisorOptions& opts, size_t i) {
   std::vector<std::string> e;
-  if (!opts.tritonCache.empty()) e.push_back("TRITON_CACHE_DIR=" + opts.tritonCache);
+  e = cacheEnv(opts.tritonCache);
   if (!opts.devices.empty()) {
     // Index N is the N-th GPU this process sees: an entry of an already
     // narrowed list (a Slurm allocation), as matrix/ctest_device.sh maps it.

@@ -29,7 +29,7 @@ struct SupervisorOptions {
   bool quiet = false;                ///< no progress line (--quiet; every shard but the first)
   int jobs = 1;                      ///< processes per target, its ops dealt over them (--jobs)
   std::vector<std::string> devices;  ///< a device index per shard, round robin (--devices); empty: as inherited
-  std::string tritonCache;           ///< TRITON_CACHE_DIR of every child (--triton-cache); empty: inherited
+  std::string tritonCache;  ///< TRITON_CACHE_DIR of every child (--triton-cache; see cacheEnv); empty: inherited
   /// Writes the reproducer of a case a process died on into `dir` for the
   /// target document's `target` and `provenance`; returns its path, throws
   /// what it cannot write (reports/reproducer.h's writeReproducer: the
@@ -47,6 +47,14 @@ struct SupervisorOptions {
   nlohmann::json continued;
   std::string continuedFrom;  ///< that report's folder, for the documents' `continued` note
 };
+
+/// The cache environment of every process a run starts for `tritonCache`
+/// (--triton-cache DIR; empty: none, the processes inherit this one's):
+/// TRITON_CACHE_DIR=DIR and, unless this process's environment sets it,
+/// FLAGGEMS_CACHE_DIR=DIR/flaggems, so that FlagGems' generated code and
+/// tuned (autotuned) configs are kept with the Triton kernels they were
+/// tuned for, one folder per pin. As "NAME=value" entries.
+std::vector<std::string> cacheEnv(const std::string& tritonCache);
 
 /// The earlier report's results that a continued run of `t` under `sel`
 /// keeps, and the ops it still runs. An op is kept whole, every planned run

@@ -602,7 +602,7 @@ json runTargets(const Cli& cli, const std::string& self, std::vector<Planned>& c
     for (auto& a : supervise.optionArgs(supervise)) confirm.command.push_back(std::move(a));
   confirm.processSeconds = std::min(cli.timeoutSeconds, 600);
   confirm.seconds = cli.target.run.reproduce.empty() ? cli.confirmSeconds : 0;
-  if (!cli.tritonCache.empty()) confirm.env.push_back("TRITON_CACHE_DIR=" + cli.tritonCache);
+  confirm.env = cacheEnv(cli.tritonCache);
   const auto finish = [&](json doc, double seconds) {  // one target's JUnit file and console lines
     if (!cli.db.empty() && cli.target.run.reproduce.empty() && doc.value("status", "") == "ok") {
       try {  // its failures are judged first the next time it runs

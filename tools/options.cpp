@@ -373,8 +373,9 @@ std::vector<OptionSpec> processOptions() {
        "their reproducers copied; give the same manifests",
        readContinued, nullptr, false, true, false},
       {"--triton-cache", "DIR", "SupervisorOptions::tritonCache", "process",
-       "Triton's cache folder for the targets (TRITON_CACHE_DIR): keep it between runs and CI jobs so that "
-       "nothing compiles twice",
+       "Triton's cache folder for the targets (TRITON_CACHE_DIR), and FlagGems' (its generated code and "
+       "tuned configs: FLAGGEMS_CACHE_DIR, DIR/flaggems unless set already): keep one per pin between runs "
+       "and CI jobs so that nothing compiles or autotunes twice",
        [](Cli& cli, const std::string& v) -> std::string {
          if (v.empty()) return "--triton-cache needs a folder";
          cli.tritonCache = fs::absolute(v).string();

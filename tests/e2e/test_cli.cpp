@@ -1228,6 +1228,38 @@ TEST(Cli, ModesKernelsAndSubclassesTheJudgingUsesForgeNoPass) {
   flagprop::removeTree(dir.string());
 }
 
+// --triton-cache DIR gives every target process TRITON_CACHE_DIR=DIR and
+// FlagGems' cache (generated code, tuned configs) under DIR/flaggems, unless
+// FLAGGEMS_CACHE_DIR is set already: the user's own setting is kept.
+TEST(Cli, TheTritonCacheFolderKeepsFlagGemsTunedConfigsBesideIt) {
+  const fs::path dir = testDir("caches");
+  fs::create_directories(dir);
+  flagprop::writeText((dir / "env_ops.py").string(),
+                      "import os, torch\n"
+                      "with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'env.txt'), 'w') as f:\n"
+                      "    f.write(os.environ.get('TRITON_CACHE_DIR', '-') + '|' + "
+                      "os.environ.get('FLAGGEMS_CACHE_DIR', '-'))\n"
+                      "OPS = {'tanh': torch.ops.aten.tanh.default}\n");
+  json m = load(kTargets + "ops-sets-umask.json");
+  m["name"] = "fixture-caches";
+  m["ops"] = {{"kind", "module"}, {"path", (dir / "env_ops.py").string()}};
+  const std::string manifest = (dir / "m.json").string();
+  flagprop::writeText(manifest, m.dump());
+  const std::string cache = (dir / "cache").string();
+  const auto run = [&](const std::string& env, const std::string& report) {
+    std::string out;
+    EXPECT_EQ(sh(env + kFp + " run --no-db --seed 3 --triton-cache " + cache + " --manifest " + manifest +
+                     " --report-dir " + (dir / report).string(),
+                 &out),
+              0)
+        << out;
+    return flagprop::readFile((dir / "env.txt").string());
+  };
+  EXPECT_EQ(run("env -u FLAGGEMS_CACHE_DIR ", "r1"), cache + "|" + cache + "/flaggems");
+  EXPECT_EQ(run("FLAGGEMS_CACHE_DIR=/mine ", "r2"), cache + "|/mine");
+  flagprop::removeTree(dir.string());
+}
+
 // A correct op that prints non-ASCII text passes under the C locale (the
 // embedded interpreter runs in UTF-8 mode: it failed with
 // UnicodeEncodeError), also from a folder with a non-ASCII name, and its line

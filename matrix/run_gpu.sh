@@ -38,6 +38,10 @@
 #          of each part and of the merge
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
+#   ab     the warm mode's six ops warm, the Python half of $FLAGPROP_BASE (a checkout of the baseline, run
+#          through FLAGPROP_HOME with this build) against this checkout's: one seed, the cache filled by a
+#          first run of the same seed and count, then base, new, base, new ($FLAGPROP_CASES, default 300); a
+#          side that still compiles says so (compilations per run): only runs without them compare
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
 #          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
 #   contention  eight matrix and convolution ops (HEAVY_OPS), float32, 3 cases, cold (fresh Triton and
@@ -291,6 +295,18 @@ PYEOF
         --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/profiled" >"$OUTDIR/profile.log" 2>&1
       echo "== profile: exit $?"
       $PY bench/pyspy_top.py "$OUTDIR/profile.txt" 45 ;;
+    ab)  # base against new on one warm cache (see the usage above)
+      [ -d "${FLAGPROP_BASE:-}/python/flagprop" ] || { echo "ab: FLAGPROP_BASE must be a flagprop checkout"; continue; }
+      rm -rf "$OUTDIR/ab-cache"
+      for side in fill base new base new; do
+        home=()
+        [ $side = base ] && home=(env "FLAGPROP_HOME=$(cd "$FLAGPROP_BASE" && pwd)")
+        n=$((${n:-0} + 1))
+        "${home[@]}" $FP run --no-db --seed 5 --cases "${FLAGPROP_CASES:-300}" "${WARM_OPS[@]}" --triton-cache "$OUTDIR/ab-cache" \
+          --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/ab-$n-$side" >"$OUTDIR/ab-$n-$side.log" 2>&1
+        echo "== $side (run $n): exit $?"
+        [ $side = fill ] || op_rates "$OUTDIR/ab-$n-$side/report.json"
+      done ;;
     warm)  # P5 on six ops, float32, $FLAGPROP_CASES (default 200) cases: a cold run, then the same warm
       rm -rf "$OUTDIR/warm-cache"
       for pass in cold warm; do

@@ -548,7 +548,9 @@ std::string consoleTag(const std::string& key) { return hmacSha256Hex(key, "flag
 
 void writeConsoleFrame(int fd, const std::string& tag, char kind, std::string_view text) {
   if (fd < 0) return;
-  std::string frame = tag;
+  // A line end first: a line the code under test left unfinished on the
+  // descriptor ends there (and is foreign), never swallowing this frame.
+  std::string frame = "\n" + tag;
   frame += kind;
   frame.append(text.substr(0, text.find('\n')));
   frame += '\n';
@@ -763,6 +765,7 @@ class Children {
         break;  // the rest of a line still being written
       const std::string_view line(pending.data() + at, end - at);
       at = next;
+      if (line.empty()) continue;  // (each frame starts with a line end)
       const std::string& tag = tag_[i];
       if (line.size() <= tag.size() || line.compare(0, tag.size(), tag) != 0) {
         foreign += "flagprop: the code under test wrote to flagprop's console descriptor: " + printable(line, 200) +

@@ -255,8 +255,9 @@ struct ChildSpec {
 /// The frames a target process writes on its console descriptor (fd 3,
 /// `run-target --console-fd`), so that its parent relays what flagprop
 /// writes there and nothing the code under test writes to the same
-/// descriptor. A frame is one line: consoleTag(key), one kind byte, the
-/// text, "\n" ('T' text without a line end, 'L' a line, 'P' the progress
+/// descriptor. A frame is one line: "\n" (which ends a line the code under
+/// test left unfinished), consoleTag(key), one kind byte, the text, "\n"
+/// ('T' text without a line end, 'L' a line, 'P' the progress
 /// line, drawn in place; an empty 'P' clears it). The parent relays a frame
 /// whose tag matches; any other line goes to the child's capture file as
 /// the code under test's output. The tag is 32 hex digits of HMAC-SHA256

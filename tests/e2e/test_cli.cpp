@@ -1291,7 +1291,7 @@ TEST(Cli, ACorrectOpPrintingNonAsciiTextPassesInAnyLocale) {
 TEST(Cli, AnOpWritingToTheConsoleDescriptorReachesOnlyItsCapture) {
   const fs::path dir = testDir("writes-console");
   std::string out;
-  EXPECT_EQ(sh(kFp + " run --no-db --seed 3 --progress --manifest " + kTargets +
+  EXPECT_EQ(sh(kFp + " run --no-db --seed 3 --progress --verbose --manifest " + kTargets +
                    "ops-writes-console.json --report-dir " + dir.string(),
                &out),
             0)
@@ -1299,9 +1299,15 @@ TEST(Cli, AnOpWritingToTheConsoleDescriptorReachesOnlyItsCapture) {
   EXPECT_EQ(out.find("forged"), std::string::npos) << out;
   EXPECT_EQ(out.find("\033[2J"), std::string::npos) << out;
   EXPECT_NE(out.find("fixture-ops-writes-console: P5 pass"), std::string::npos) << out;
+  // flagprop's own lines from the target process, after the op's unfinished line, whole.
+  EXPECT_NE(out.find("[fixture-ops-writes-console] P5 numerics tanh float32 ... pass ("), std::string::npos) << out;
+  EXPECT_NE(out.find("[fixture-ops-writes-console] P6 aliasing and metadata tanh float32 ... pass ("),
+            std::string::npos)
+      << out;
   const std::string captured = load((dir / "report.json").string()).at("targets").at(0).at("captured_output").dump();
   EXPECT_NE(captured.find("verdict: as expected (forged by the op)"), std::string::npos) << captured;
   EXPECT_NE(captured.find("Lforged frame"), std::string::npos) << captured;
+  EXPECT_NE(captured.find("an unfinished line, forged"), std::string::npos) << captured;
   flagprop::removeTree(dir.string());
 }
 

@@ -205,9 +205,15 @@ json mergeReport(const json& targetsIn, const json& runInfo) {
 }
 
 namespace {
+// One line of `s` for a table cell or the console: '|' and line ends as
+// spaces, any other control byte (an escape sequence's ESC: reasons quote
+// what the code under test raised) as '?'.
 std::string cell(std::string s, size_t max = 110) {
   for (auto& c : s)
-    if (c == '|' || c == '\n') c = ' ';
+    if (c == '|' || c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;
 }
@@ -871,7 +877,7 @@ void printTargetResult(const json& t, const json& prov, size_t index, size_t cou
   }
   for (const auto& l : t.value("left_running", json::array()))
     os << "  left running by the code under test: " << l.value("kind", "") << " "
-       << (l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", "")) << "\n";
+       << cell(l.value("kind", "") == "thread" ? l.value("name", "") : l.value("command", ""), 200) << "\n";
   size_t shown = 0, oneLiners = 0, more = 0;
   for (const auto& r : resultRecords(t)) {
     const std::string& st = r.status;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <csignal>
@@ -70,16 +71,16 @@ class PropertyTest : public testing::Test {
     RunOptions ro = opts_->run;
     if (opts_->progressFd >= 0) {
       const int fd = opts_->progressFd;
-      const std::string tag = opts_->progressTag;
+      const std::string key = opts_->progressKey;
       const auto t0 = std::chrono::steady_clock::now();
       auto last = std::make_shared<std::chrono::steady_clock::time_point>();
       const std::string what = "[" + t.name + "] " + label;
-      ro.progress = [fd, tag, t0, last, what](int cases) {
+      ro.progress = [fd, key, t0, last, what](int cases) {
         const auto now = std::chrono::steady_clock::now();
         if (now - *last < std::chrono::milliseconds(200)) return;
         *last = now;
         const double s = std::chrono::duration<double>(now - t0).count();
-        writeConsoleFrame(fd, tag, 'P',
+        writeConsoleFrame(fd, key, 'P',
                           what.substr(0, 90) + ": " + std::to_string(cases) + " cases, " +
                               std::to_string(static_cast<int>(s)) + " s");
       };
@@ -510,7 +511,7 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
   // Not again in a process resumed after a crash: the first one's workers filled the cache.
   if (opts.precompileWorkers > 0 && opts.resumeFrom.empty()) {
     if (opts.progressFd >= 0) {
-      writeConsoleFrame(opts.progressFd, opts.progressTag, 'P',
+      writeConsoleFrame(opts.progressFd, opts.progressKey, 'P',
                         "[" + doc["name"].get<std::string>() + "] compiling ahead in " +
                             std::to_string(opts.precompileWorkers) + " processes");
     }
@@ -526,7 +527,7 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
     }
   }
   runAsTests(runs, *session, doc, opts, sink);
-  if (opts.progressFd >= 0) writeConsoleFrame(opts.progressFd, opts.progressTag, 'P', "");
+  if (opts.progressFd >= 0) writeConsoleFrame(opts.progressFd, opts.progressKey, 'P', "");
   doc["complete"] = true;  // the parent tells a finished target from one that died
   return doc;
 }
@@ -544,15 +545,45 @@ std::string printable(std::string_view text, size_t most) {
 }
 }  // namespace
 
-std::string consoleTag(const std::string& key) { return hmacSha256Hex(key, "flagprop console").substr(0, 32); }
+std::string consoleMac(const std::string& key, uint64_t seq, char kind, std::string_view text) {
+  char head[24];
+  std::snprintf(head, sizeof head, "%016llx%c", static_cast<unsigned long long>(seq), kind);
+  return hmacSha256Hex(key, std::string(head) + std::string(text)).substr(0, 32);
+}
 
-void writeConsoleFrame(int fd, const std::string& tag, char kind, std::string_view text) {
+std::string consoleText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += '?';  // a C1 control (U+0080..U+009F: CSI among them)
+      ++i;
+      continue;
+    }
+    out += c < 0x20 || c == 0x7f ? '?' : text[i];
+  }
+  return out;
+}
+
+namespace {
+std::atomic<uint64_t> gConsoleSeq{0};  // this process's last frame number
+}  // namespace
+
+void writeConsoleFrame(int fd, const std::string& key, char kind, std::string_view text) {
   if (fd < 0) return;
+  text = text.substr(0, text.find('\n'));
+  const uint64_t seq = ++gConsoleSeq;
+  char number[20];
+  std::snprintf(number, sizeof number, "%016llx", static_cast<unsigned long long>(seq));
   // A line end first: a line the code under test left unfinished on the
   // descriptor ends there (and is foreign), never swallowing this frame.
-  std::string frame = "\n" + tag;
+  std::string frame = "\n";
+  frame += number;
+  frame += consoleMac(key, seq, kind, text);
   frame += kind;
-  frame.append(text.substr(0, text.find('\n')));
+  frame.append(text);
   frame += '\n';
   [[maybe_unused]] const auto n = write(fd, frame.data(), frame.size());
 }
@@ -570,14 +601,14 @@ std::streamsize ConsoleFrames::xsputn(const char* s, std::streamsize n) {
       line_ += s[i];
       continue;
     }
-    writeConsoleFrame(fd_, tag_, 'L', line_);
+    writeConsoleFrame(fd_, key_, 'L', line_);
     line_.clear();
   }
   return n;
 }
 
 int ConsoleFrames::sync() {
-  if (!line_.empty()) writeConsoleFrame(fd_, tag_, 'T', line_);
+  if (!line_.empty()) writeConsoleFrame(fd_, key_, 'T', line_);
   line_.clear();
   return 0;
 }
@@ -657,8 +688,8 @@ class Children {
         results_(specs.size()),
         run_(specs.size()),
         relay_(specs.size(), -1),
-        tag_(specs.size()),
         pending_(specs.size()),
+        lastFrame_(specs.size(), 0),
         start_(std::chrono::steady_clock::now()),
         deadline_(start_ + std::chrono::seconds(timeoutSeconds)) {
     for (size_t i = 0; i < specs_.size(); ++i) start(i);
@@ -707,10 +738,9 @@ class Children {
   void start(size_t i) {
     const ChildSpec& spec = specs_[i];
     int console[2] = {-1, -1}, secret[2] = {-1, -1};
-    // A console only for a child with a key: its frames' tag (consoleTag) is what the code under test cannot write.
+    // A console only for a child with a key: its frames' MACs (consoleMac) are what the code under test cannot write.
     if (!spec.capturePath.empty() && !spec.secret.empty() && pipe2(console, O_CLOEXEC) == 0)
       fcntl(console[0], F_SETFL, O_NONBLOCK);
-    tag_[i] = spec.secret.empty() ? "" : consoleTag(spec.secret);
     if (!spec.secret.empty() && pipe2(secret, O_CLOEXEC) != 0) secret[0] = secret[1] = -1;
     int error = 0;
     if (!spec.secret.empty() && secret[0] < 0) error = errno;
@@ -741,16 +771,29 @@ class Children {
       run_[i].dropped += static_cast<uint64_t>(st.st_size) - kCaptureCapBytes;
   }
 
-  // Relays the frames a child wrote to its fd 3 (consoleTag) to this
-  // process's stdout; a line without its tag goes to its capture file.
-  // `last`: the child has ended, a line without its end is taken whole.
+  // Relays the frames a child wrote to its fd 3 (consoleMac) to this
+  // process's stdout; a line that is no frame of its goes to its capture
+  // file. `last`: the child has ended: all it wrote is read (up to
+  // kDrainBytes: a descendant left behind may write for ever) and a line
+  // without its end is taken whole.
   void pump(size_t i, bool last = false) {
     if (relay_[i] < 0) return;
     char buf[4096];
     ssize_t n = 0;
     std::string& pending = pending_[i];
-    for (int k = 0; k < 16 && (n = read(relay_[i], buf, sizeof buf)) > 0; ++k)  // at most 64 KiB a look
-      pending.append(buf, static_cast<size_t>(n));
+    size_t got = 0;
+    for (int k = 0; (last ? got < kDrainBytes : k < 16) && (n = read(relay_[i], buf, sizeof buf)) > 0; ++k) {
+      pending.append(buf, static_cast<size_t>(n));  // at most 64 KiB a look while it runs
+      got += static_cast<size_t>(n);
+      if (pending.size() > 4 * kMaxFrameBytes) relayLines(i, false);  // a flood is handled as it comes
+    }
+    relayLines(i, last);
+  }
+
+  // The whole lines of pending_[i] (all of it with `last`): frames to
+  // stdout, anything else to the capture file.
+  void relayLines(size_t i, bool last) {
+    std::string& pending = pending_[i];
     std::string out, foreign;
     size_t at = 0;
     while (at < pending.size()) {
@@ -766,17 +809,16 @@ class Children {
       const std::string_view line(pending.data() + at, end - at);
       at = next;
       if (line.empty()) continue;  // (each frame starts with a line end)
-      const std::string& tag = tag_[i];
-      if (line.size() <= tag.size() || line.compare(0, tag.size(), tag) != 0) {
+      const char* kind = frameKind(i, line);
+      if (kind == nullptr) {
         foreign += "flagprop: the code under test wrote to flagprop's console descriptor: " + printable(line, 200) +
                    (line.size() > 200 ? " [...]" : "") + "\n";
         continue;
       }
-      const char kind = line[tag.size()];
-      const std::string_view text = line.substr(tag.size() + 1);
-      if (kind == 'P') out += "\r\033[K" + printable(text, 200);
-      if (kind == 'T' || kind == 'L') out.append(text);
-      if (kind == 'L') out += '\n';
+      const std::string text = consoleText(line.substr(kFrameHead + 1));
+      if (*kind == 'P') out += "\r\033[K" + text.substr(0, 200);
+      if (*kind == 'T' || *kind == 'L') out += text;
+      if (*kind == 'L') out += '\n';
     }
     pending.erase(0, at);
     if (!out.empty()) {
@@ -787,6 +829,21 @@ class Children {
       std::ofstream capture(specs_[i].capturePath, std::ios::app);
       capture << foreign;
     }
+  }
+
+  // The kind byte of `line` when it is a frame of child i's (its MAC checks
+  // under the child's key and its number is past the last one taken), else
+  // null.
+  const char* frameKind(size_t i, std::string_view line) {
+    if (line.size() <= kFrameHead || specs_[i].secret.empty()) return nullptr;
+    const std::string number(line.substr(0, 16));
+    if (number.find_first_not_of("0123456789abcdef") != std::string::npos) return nullptr;
+    const uint64_t seq = std::stoull(number, nullptr, 16);
+    if (seq <= lastFrame_[i]) return nullptr;  // a frame seen before, sent again
+    const std::string_view text = line.substr(kFrameHead + 1);
+    if (line.substr(16, 32) != consoleMac(specs_[i].secret, seq, line[kFrameHead], text)) return nullptr;
+    lastFrame_[i] = seq;
+    return line.data() + kFrameHead;
   }
 
   // Whether child i has ended (then reaped, its group killed where it has one).
@@ -875,9 +932,12 @@ class Children {
   const std::vector<ChildSpec>& specs_;
   std::vector<ChildResult> results_;
   std::vector<Running> run_;
-  std::vector<int> relay_;                  // read ends of the children's console pipes
-  std::vector<std::string> tag_, pending_;  // each console's frame tag and what came after its last whole line
+  std::vector<int> relay_;            // read ends of the children's console pipes
+  std::vector<std::string> pending_;  // what came after each console's last whole line
+  std::vector<uint64_t> lastFrame_;   // each console's last frame number taken
   static constexpr size_t kMaxFrameBytes = 1 << 16;
+  static constexpr size_t kFrameHead = 16 + 32;  // a frame's number and MAC, before its kind byte
+  static constexpr size_t kDrainBytes = 64 << 20;
   const std::chrono::steady_clock::time_point start_, deadline_;
 };
 

@@ -38,11 +38,11 @@ struct TargetRunOptions {
   /// Print a line per property run to stdout (run-target without a parent
   /// capturing its output, or --verbose).
   bool verbose = true;
-  /// When >= 0, a console descriptor (see consoleTag): a progress line
+  /// When >= 0, a console descriptor (see consoleMac): a progress line
   /// (target, run, cases done, elapsed s) is rewritten on it in place as
-  /// cases run, as 'P' frames tagged progressTag.
+  /// cases run, as 'P' frames under progressKey.
   int progressFd = -1;
-  std::string progressTag;
+  std::string progressKey;
   /// Worker processes that compile the op runs' kernels before the first
   /// case (runner/precompile.h; the report's `precompile`); 0: none. Not
   /// used by a resumed process (resumeFrom set).
@@ -256,26 +256,37 @@ struct ChildSpec {
 /// `run-target --console-fd`), so that its parent relays what flagprop
 /// writes there and nothing the code under test writes to the same
 /// descriptor. A frame is one line: "\n" (which ends a line the code under
-/// test left unfinished), consoleTag(key), one kind byte, the text, "\n"
-/// ('T' text without a line end, 'L' a line, 'P' the progress
-/// line, drawn in place; an empty 'P' clears it). The parent relays a frame
-/// whose tag matches; any other line goes to the child's capture file as
-/// the code under test's output. The tag is 32 hex digits of HMAC-SHA256
-/// under the process's key (ChildSpec::secret), so a child that was given
-/// no key gets no console descriptor at all.
-std::string consoleTag(const std::string& key);
+/// test left unfinished), the frame's sequence number (16 hex digits, from
+/// 1, one counter per process), its MAC, one kind byte, the text, "\n"
+/// ('T' text without a line end, 'L' a line, 'P' the progress line, drawn
+/// in place; an empty 'P' clears it). The MAC is 32 hex digits of
+/// HMAC-SHA256 under the process's key (ChildSpec::secret) of the sequence
+/// number, the kind and the text: a frame the code under test read off the
+/// pipe shows it neither the key nor a MAC it could use again, and the
+/// parent takes a sequence number only once, each larger than the last. The
+/// parent relays a frame that checks, its text as printable (consoleText);
+/// any other line goes to the child's capture file as the code under test's
+/// output. A child that was given no key gets no console descriptor.
+/// Returns the frame's MAC (see above) for `seq`, `kind` and `text`.
+std::string consoleMac(const std::string& key, uint64_t seq, char kind, std::string_view text);
 
-/// Writes one frame (see consoleTag) to `fd` in one write(2): a text with a
-/// line end in it is cut there (what follows is dropped; write line by line,
-/// as ConsoleFrames does). Errors are ignored: the console is best effort.
-void writeConsoleFrame(int fd, const std::string& tag, char kind, std::string_view text);
+/// `text` for a terminal: every C0 control byte, DEL and UTF-8-encoded C1
+/// control becomes '?' (an escape sequence cannot move the cursor or clear
+/// the screen); other UTF-8 text is kept.
+std::string consoleText(std::string_view text);
+
+/// Writes one frame (see consoleMac) under `key` to `fd` in one write(2):
+/// a text with a line end in it is cut there (what follows is dropped; write
+/// line by line, as ConsoleFrames does). Errors are ignored: the console is
+/// best effort.
+void writeConsoleFrame(int fd, const std::string& key, char kind, std::string_view text);
 
 /// A std::streambuf over a console descriptor that writes whole lines as
 /// 'L' frames and, on a flush, the rest of a line as a 'T' frame
 /// (std::cout of a run-target process).
 class ConsoleFrames : public std::streambuf {
  public:
-  ConsoleFrames(int fd, std::string tag) : fd_(fd), tag_(std::move(tag)) {}
+  ConsoleFrames(int fd, std::string key) : fd_(fd), key_(std::move(key)) {}
 
  protected:
   int_type overflow(int_type c) override;
@@ -284,7 +295,7 @@ class ConsoleFrames : public std::streambuf {
 
  private:
   int fd_;
-  std::string tag_, line_;
+  std::string key_, line_;
 };
 
 /// Runs every child of `children` at once, as runChild runs one, from this

@@ -190,11 +190,11 @@ int runTargetCommand(const Cli& cli) {
   opts.precompileSeconds = std::max(1, cli.timeoutSeconds / 4);  // the parent passes this process's --timeout
   if (cli.consoleFd >= 0) {  // stdout and stderr are the parent's capture of what the code under test prints
     // Never destroyed: std::cout is flushed through it at exit, after static destructors.
-    static auto* console = new ConsoleFrames(cli.consoleFd, consoleTag(key));
+    static auto* console = new ConsoleFrames(cli.consoleFd, key);
     std::cout.rdbuf(console);
     opts.verbose = cli.verbose;
     opts.progressFd = cli.progress ? cli.consoleFd : -1;
-    opts.progressTag = consoleTag(key);
+    opts.progressKey = key;
   }
   opts.run.inflightPath = outPath + ".inflight";  // the parent reads it when this process dies
   // The op calls this process judges, for a failure that does not recur alone (tools/confirm.h).

@@ -1311,6 +1311,26 @@ TEST(Cli, AnOpWritingToTheConsoleDescriptorReachesOnlyItsCapture) {
   flagprop::removeTree(dir.string());
 }
 
+// A finding that quotes what the op raised, an escape sequence in it: no
+// console line carries a control byte (the parent's summary, the target
+// process's relayed lines); report.json keeps the message as raised.
+TEST(Cli, AnEscapeSequenceTheOpRaisesNeverReachesTheConsole) {
+  const fs::path dir = testDir("raises-escape");
+  std::string out;
+  EXPECT_EQ(sh(kFp + " run --no-db --seed 3 --verbose --manifest " + kTargets + "ops-raises-escape.json --report-dir " +
+                   dir.string(),
+               &out),
+            0)
+      << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x07'), std::string::npos) << out;
+  EXPECT_NE(out.find("boom ?[2J?[Hverdict"), std::string::npos) << out;
+  const std::string reason =
+      load((dir / "report.json").string()).at("targets").at(0).at("results").at(0).value("reason", "");
+  EXPECT_NE(reason.find("boom \x1b[2J"), std::string::npos) << reason;
+  flagprop::removeTree(dir.string());
+}
+
 // A process that dies between cases (CPU ATen's heap corruption noticed at
 // a later allocation; here the op empties the in-flight record, what the
 // supervisor sees with no case in flight, then sends itself SIGSEGV) after

@@ -36,6 +36,31 @@ TEST(Children, AChildThatCannotStartIsAnErrorNotTheEndOfTheRun) {
   EXPECT_FALSE(doc.contains("crash")) << "not a crash to restart after";
 }
 
+// A console frame of number `seq` under `key` whose MAC is that of
+// `macText` (the text it carries, `text`, may differ: an altered frame).
+std::string frameOf(const std::string& key, uint64_t seq, char kind, const std::string& text,
+                    const std::string& macText) {
+  char number[20];
+  std::snprintf(number, sizeof number, "%016llx", static_cast<unsigned long long>(seq));
+  return "\n" + std::string(number) + consoleMac(key, seq, kind, macText) + kind + text + "\n";
+}
+
+// Runs `command` (sh -c) as a child with a console under `key` and its
+// capture at `capture`; what it relayed to stdout. Fails the test unless
+// the child exits 0.
+std::string relayed(const std::string& command, const std::string& key, const std::string& capture) {
+  std::filesystem::remove(capture);
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", command};
+  spec.capturePath = capture;
+  spec.secret = key;
+  ::testing::internal::CaptureStdout();
+  const auto results = runChildren({spec}, 60);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(results.at(0).exitCode, 0);
+  return out;
+}
+
 // What a child writes to its console descriptor (fd 3) reaches this
 // process's stdout only as frames whose MAC checks under the child's key and
 // whose number is past the last one taken: a frame sent again (read off the
@@ -45,9 +70,7 @@ TEST(Children, AChildThatCannotStartIsAnErrorNotTheEndOfTheRun) {
 TEST(Children, OnlyFreshFramesUnderTheKeyReachTheConsole) {
   const std::string key(64, 'k');
   const auto frame = [&](uint64_t seq, char kind, const std::string& text, const std::string& macText) {
-    char number[20];
-    std::snprintf(number, sizeof number, "%016llx", static_cast<unsigned long long>(seq));
-    return "\n" + std::string(number) + consoleMac(key, seq, kind, macText) + kind + text + "\n";
+    return frameOf(key, seq, kind, text, macText);
   };
   const std::string stream = frame(1, 'L', "first \x1b[2Jline", "first \x1b[2Jline") + "plain line\n" +
                              frame(1, 'L', "first \x1b[2Jline", "first \x1b[2Jline") +  // sent again
@@ -57,16 +80,7 @@ TEST(Children, OnlyFreshFramesUnderTheKeyReachTheConsole) {
   std::filesystem::create_directories(dir);
   const std::string data = dir + "/stream", capture = dir + "/capture";
   writeText(data, stream);
-  std::filesystem::remove(capture);
-  ChildSpec spec;
-  spec.argv = {"/bin/sh", "-c", "cat '" + data + "' >&3"};
-  spec.capturePath = capture;
-  spec.secret = key;
-  ::testing::internal::CaptureStdout();
-  const auto results = runChildren({spec}, 30);
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  ASSERT_EQ(results.at(0).exitCode, 0);
-  EXPECT_EQ(out, "first ?[2Jline\nthird line\n");
+  EXPECT_EQ(relayed("cat '" + data + "' >&3", key, capture), "first ?[2Jline\nthird line\n");
   const std::string captured = readFile(capture);
   EXPECT_NE(captured.find("descriptor: plain line"), std::string::npos) << captured;
   EXPECT_NE(captured.find("Lforged text"), std::string::npos) << captured;
@@ -82,9 +96,7 @@ TEST(Children, OnlyFreshFramesUnderTheKeyReachTheConsole) {
 // its last frame relayed and every plain line captured.
 TEST(Children, AConsoleFloodedBeforeTheEndIsReadToTheEnd) {
   const std::string key(64, 'q');
-  char number[20];
-  std::snprintf(number, sizeof number, "%016llx", 1ULL);
-  const std::string last = "\n" + std::string(number) + consoleMac(key, 1, 'L', "the last line") + "Lthe last line\n";
+  const std::string last = frameOf(key, 1, 'L', "the last line", "the last line");
   const std::string dir = ::testing::TempDir() + "/flagprop-children-flood";
   std::filesystem::create_directories(dir);
   const std::string script = dir + "/flood.py", frame = dir + "/frame", capture = dir + "/capture";
@@ -95,16 +107,7 @@ TEST(Children, AConsoleFloodedBeforeTheEndIsReadToTheEnd) {
             "data = b'x' * 99 + b'\\n'\n"
             "for _ in range(9000):\n    os.write(3, data)\n"
             "os.write(3, open(sys.argv[1], 'rb').read())\n");
-  std::filesystem::remove(capture);
-  ChildSpec spec;
-  spec.argv = {"/bin/sh", "-c", "exec python3 '" + script + "' '" + frame + "'"};
-  spec.capturePath = capture;
-  spec.secret = key;
-  ::testing::internal::CaptureStdout();
-  const auto results = runChildren({spec}, 60);
-  const std::string out = ::testing::internal::GetCapturedStdout();
-  ASSERT_EQ(results.at(0).exitCode, 0);
-  EXPECT_EQ(out, "the last line\n");
+  EXPECT_EQ(relayed("exec python3 '" + script + "' '" + frame + "'", key, capture), "the last line\n");
   const std::string captured = readFile(capture);
   size_t lines = 0;
   for (const char c : captured) lines += c == '\n';

@@ -534,15 +534,6 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
 
 namespace {
 volatile sig_atomic_t gStop = 0;
-
-// The text of a foreign console line or of a progress frame, as one line
-// of printable ASCII: a control byte (an escape sequence's ESC among them)
-// is a '?', so that nothing written can move the cursor or clear the screen.
-std::string printable(std::string_view text, size_t most) {
-  std::string out;
-  for (const char ch : text.substr(0, most)) out += ch >= 0x20 && ch < 0x7f ? ch : '?';
-  return out;
-}
 }  // namespace
 
 std::string consoleMac(const std::string& key, uint64_t seq, char kind, std::string_view text) {
@@ -811,8 +802,8 @@ class Children {
       if (line.empty()) continue;  // (each frame starts with a line end)
       const char* kind = frameKind(i, line);
       if (kind == nullptr) {
-        foreign += "flagprop: the code under test wrote to flagprop's console descriptor: " + printable(line, 200) +
-                   (line.size() > 200 ? " [...]" : "") + "\n";
+        foreign += "flagprop: the code under test wrote to flagprop's console descriptor: " +
+                   consoleText(line.substr(0, 200)) + (line.size() > 200 ? " [...]" : "") + "\n";
         continue;
       }
       const std::string text = consoleText(line.substr(kFrameHead + 1));

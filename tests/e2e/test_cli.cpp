@@ -58,8 +58,12 @@ std::vector<std::string> processesWhoseCommandHas(const std::string& a, const st
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string pid = e.path().filename().string();
     if (pid.empty() || !isdigit(static_cast<unsigned char>(pid[0])) || pid == std::to_string(getpid())) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::string command((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string command;
+    try {  // a process that ends between the listing and the read: ESRCH, and it is not running
+      command = flagprop::readFile((e.path() / "cmdline").string(), 1 << 16);
+    } catch (const std::exception&) {
+      continue;
+    }
     std::replace(command.begin(), command.end(), '\0', ' ');
     if (command.find(a) != std::string::npos && command.find(b) != std::string::npos)
       out.push_back(pid + " " + command);

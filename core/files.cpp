@@ -124,8 +124,12 @@ void overwriteFile(const std::string& path, const std::string& text) {
     if (fd < 0 || ::fstat(fd, &byFd) != 0) throw FileError("cannot write " + path + " (" + std::strerror(errno) + ")");
     it = fds.emplace(path, Kept{fd, byFd.st_dev, byFd.st_ino}).first;
   }
+  // byFd is the file as it is now (either branch above took it): a file no
+  // longer than `text` is `text` once written, with no truncate (a
+  // truncate is most of the cost of this call on the per-case path).
   if (::pwrite(it->second.fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
-      ::ftruncate(it->second.fd, static_cast<off_t>(text.size())) != 0) {
+      (byFd.st_size > static_cast<off_t>(text.size()) &&
+       ::ftruncate(it->second.fd, static_cast<off_t>(text.size())) != 0)) {
     ::close(it->second.fd);
     fds.erase(it);
     throw FileError("cannot write " + path);

@@ -159,7 +159,10 @@ InflightRecord::InflightRecord(std::string inflightPath, std::string stagePath)
 
 void InflightRecord::begin(const std::string& key, const json& caseJson, const std::string& sampler,
                            const json& extra) const {
-  if (!stagePath_.empty()) overwriteFile(stagePath_, "");
+  // Blanks over the whole layout (16 bytes of stage, 24 of compile stamp:
+  // flagprop.engine.ops._stage) read as no stage and no stamp, and keep the
+  // file's length, so that no case pays a truncate for it.
+  if (!stagePath_.empty()) overwriteFile(stagePath_, std::string(16 + 24, ' '));
   if (inflightPath_.empty()) return;
   json fly = {{"key", key}, {"case", caseJson}};
   if (!sampler.empty()) fly["sampler"] = sampler;

@@ -201,7 +201,7 @@ int runTargetCommand(const Cli& cli) {
   opts.run.historyPath = outPath + ".history." + std::to_string(getpid()) + ".jsonl";
   opts.docPath = outPath;
   opts.exitOnDeviceLost = true;
-  opts.run.stagePath = outPath + ".stage";  // and this (flagprop.engine.ops._stage), emptied as each case starts
+  opts.run.stagePath = outPath + ".stage";  // and this (flagprop.engine.ops._stage), blanked as each case starts
   setenv("FLAGPROP_STAGE_FILE", opts.run.stagePath.c_str(), 1);
   const json doc = runTarget(cli.manifests[0], opts, sink);
   writeTargetDocument(outPath, doc, key);

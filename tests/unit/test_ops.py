@@ -1,6 +1,6 @@
 """Tests of flagprop.engine.ops: the value kinds of the tensors it builds,
 the stage file's compile stamps, the CPU reference's accumulation
-magnitudes and dense copies, and the accumulation bound those magnitudes
+magnitudes, dense copies and meta answers, and the accumulation bound those magnitudes
 feed (flagprop.judging.verdicts).
 
 Run from this folder: python3 -B -m unittest -v test_ops (needs torch).
@@ -233,6 +233,77 @@ class OpTeeth(unittest.TestCase):
             ok_inplace = True
         self.assertEqual(ok_dense, (True, True))
         self.assertTrue(ok_inplace)
+
+    def test_a_meta_answer_is_reused_only_for_the_same_layouts_and_arguments(self):
+        """The meta kernel's answer (output dtypes and shapes) is taken once
+        per op, arguments, shapes, strides and dtypes: other values reuse
+        it, and a change of any of those asks the meta kernel again and gets
+        its own answer."""
+        asked = []
+
+        def summed(*args, **kwargs):
+            asked.append(args[0].device.type)
+            return torch.ops.aten.sum.dim_IntList(*args, **kwargs)
+
+        layout = {"dtype": "float32", "shape": [4, 6], "strides": [6, 1], "offset": 0, "storage": 24, "seed": 3,
+                  "values": "normal"}
+
+        def shapes(layout, args):
+            call = {"tensors": [layout], "args": [{"tensor": 0}] + args, "kwargs": {}}
+            out = ops._meta_outputs(summed, call, ops.build_cpu(call))
+            return [(o.device.type, o.dtype, list(o.shape)) for o in out]
+
+        ops._META_CACHE.clear()
+        first = shapes(layout, [[1], True])
+        again = shapes(dict(layout, seed=9, values="positive"), [[1], True])  # other values, same layout
+        calls_then = len(asked)
+        other_dim = shapes(layout, [[0], True])
+        other_keepdim = shapes(layout, [[1], False])
+        other_layout = shapes(dict(layout, shape=[6, 4], strides=[1, 6]), [[1], True])
+        other_dtype = shapes(dict(layout, dtype="float64"), [[1], True])
+        self.assertEqual((first, again), ([("meta", torch.float32, [4, 1])],) * 2)
+        self.assertEqual(calls_then, 1)
+        self.assertEqual((other_dim, other_keepdim, other_layout, other_dtype),
+                         ([("meta", torch.float32, [1, 6])], [("meta", torch.float32, [4])],
+                          [("meta", torch.float32, [6, 1])], [("meta", torch.float64, [4, 1])]))
+        self.assertEqual(asked, ["meta"] * 5)
+
+    def test_out_dtypes_are_reused_only_from_the_meta_kernel(self):
+        """An out= overload's out tensors take the dtypes its functional
+        sibling's meta kernel gives, asked once per layout and arguments;
+        where the meta kernel raises, the CPU kernel is asked every time
+        (its answer may depend on the values)."""
+        asked = []
+
+        def sibling(*args, **kwargs):
+            asked.append(args[0].device.type)
+            if meta_raises and args[0].device.type == "meta":
+                raise RuntimeError("no meta kernel")
+            return torch.ops.aten.sum.dim_IntList(*args, **kwargs)
+
+        layout = {"dtype": "float32", "shape": [4, 6], "strides": [6, 1], "offset": 0, "storage": 24, "seed": 3,
+                  "values": "normal"}
+
+        def out_dtypes(layout):
+            call = {"tensors": [layout], "args": [{"tensor": 0}, [1], True], "kwargs": {"out": {"$out": 0}}}
+            return [t.dtype for t in ops.out_tensors(torch.ops.aten.sum.IntList_out, call, ops.build_cpu(call), "cpu")]
+
+        found, ops.functional_sibling = ops.functional_sibling, lambda fn: sibling
+        try:
+            ops._META_CACHE.clear()
+            meta_raises = False
+            kept = (out_dtypes(layout), out_dtypes(dict(layout, seed=8)), out_dtypes(dict(layout, dtype="int32")))
+            asked_meta = list(asked)
+            del asked[:]
+            meta_raises = True
+            ops._META_CACHE.clear()
+            cpu = (out_dtypes(layout), out_dtypes(dict(layout, seed=8)))
+        finally:
+            ops.functional_sibling = found
+        self.assertEqual(kept, ([torch.float32], [torch.float32], [torch.int64]))
+        self.assertEqual(asked_meta, ["meta", "meta"])
+        self.assertEqual(cpu, ([torch.float32], [torch.float32]))
+        self.assertEqual(asked, ["meta", "cpu", "meta", "cpu"])
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include "suites/phases.h"
 
 #include "core/files.h"
+#include "runner/runner.h"
 
 #include <gtest/gtest.h>
 
@@ -31,10 +32,12 @@ std::string tempPath(const std::string& name) {
 
 TEST(Phases, TheInflightRecordHoldsTheCaseWhileItRunsAndIsEmptiedAfter) {
   const std::string fly = tempPath("phases-inflight"), stage = tempPath("phases-stage");
-  writeText(stage, "reference");
+  writeText(stage, "device          123.456789");  // the last case's stage and compile stamp
   const InflightRecord r(fly, stage);
   r.begin("P5/tanh/float32", json(7), "opinfo", {{"confirming", true}});
-  EXPECT_EQ(readFile(stage), "") << "the stage file is the case's own";
+  EXPECT_EQ(flagprop::readStage(stage), "") << "the stage file is the case's own";
+  EXPECT_EQ(flagprop::stageCompileAge(stage), -1) << "no stamp of the last case's compilations";
+  EXPECT_EQ(readFile(stage).find_first_not_of(' '), std::string::npos) << "blanks only";
   const json j = json::parse(readFile(fly));
   EXPECT_EQ(j, json({{"key", "P5/tanh/float32"}, {"case", 7}, {"sampler", "opinfo"}, {"confirming", true}}));
   r.end();

@@ -1,6 +1,8 @@
 // The runner's pieces alone: how the watch reads a case's compile stamp,
-// and what a case that ended its process is recorded as.
+// what a case that ended its process is recorded as, and the per-case
+// record files it reads.
 #include "catalog/catalog.h"
+#include "core/files.h"
 #include "runner/runner.h"
 #include "targets/manifest.h"
 
@@ -18,6 +20,28 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
+
+// overwriteFile (the in-flight record and the stage file, written at every
+// case): whatever the file held before, longer, shorter or the same length,
+// or after someone else grew or unlinked it, it holds exactly the
+// new text.
+TEST(Records, AnOverwrittenFileHoldsExactlyTheNewText) {
+  const std::string path =
+      (fs::temp_directory_path() / ("flagprop-test-overwrite-" + std::to_string(getpid()))).string();
+  fs::remove(path);
+  for (const std::string text : {"a longer first text", "short", "", "xy", "xy", "a longer text again", ""}) {
+    flagprop::overwriteFile(path, text);
+    EXPECT_EQ(flagprop::readFile(path), text);
+  }
+  flagprop::overwriteFile(path, "0123456789");
+  std::ofstream(path, std::ios::app) << "written by another";  // grown behind the writer's back
+  flagprop::overwriteFile(path, "abc");
+  EXPECT_EQ(flagprop::readFile(path), "abc");
+  fs::remove(path);  // unlinked: a fresh file under the name
+  flagprop::overwriteFile(path, "after unlink");
+  EXPECT_EQ(flagprop::readFile(path), "after unlink");
+  fs::remove(path);
+}
 
 // The watch's reading of a compile stamp (runner.h, stageCompileAge): a
 // stamp written a moment ago reads as 0 s old even where its text was rounded

@@ -119,13 +119,34 @@ def control_rejects(obs):
 _MODES_LEFT = []
 
 
+_MODE_FNS = []  # (len function stack, len dispatch stack, pop function mode, pop dispatch mode), on first use
+
+
+def _mode_fns():
+    """torch's mode-stack functions, looked up once (the first call comes
+    before any code under test loads, so that a later rebinding of them in
+    ``torch._C`` does not reach flagprop)."""
+    if not _MODE_FNS:
+        torch = _torch()
+        import torch.overrides
+        import torch.utils._python_dispatch as dispatch
+
+        zero = lambda: 0  # noqa: E731  (a torch without mode stacks)
+        # torch's own pops where it has them: in torch 1.13 the last pop also
+        # turns the mode machinery off (the C stack's pop alone leaves it on).
+        _MODE_FNS.extend((getattr(torch._C, "_len_torch_function_stack", None) or zero,
+                          getattr(torch._C, "_len_torch_dispatch_stack", None) or zero,
+                          getattr(torch.overrides, "_pop_mode", None)
+                          or getattr(torch._C, "_pop_torch_function_stack", None),
+                          getattr(dispatch, "_pop_mode", None) or getattr(torch._C, "_pop_torch_dispatch_stack", None)))
+    return _MODE_FNS
+
+
 def mode_depths():
     """(torch function modes, torch dispatch modes) on their stacks now;
     (0, 0) where this torch has no mode stacks."""
-    torch = _torch()
-    f = getattr(torch._C, "_len_torch_function_stack", None)
-    d = getattr(torch._C, "_len_torch_dispatch_stack", None)
-    return (f() if f else 0, d() if d else 0)
+    fns = _MODE_FNS or _mode_fns()
+    return (fns[0](), fns[1]())
 
 
 def pop_modes_left(depths):
@@ -134,19 +155,12 @@ def pop_modes_left(depths):
     ``torch.set_default_device`` in torch 2.x), so that nothing after it
     (the reference, the verdicts) runs under them, and keeps their names for
     ``take_modes_left``. Returns how many it popped."""
-    torch = _torch()
-    import torch.overrides
-    import torch.utils._python_dispatch as dispatch
-
-    # torch's own pops where it has them: in torch 1.13 the last pop also
-    # turns the mode machinery off (the C stack's pop alone leaves it on).
-    pop_function = getattr(torch.overrides, "_pop_mode", None) or torch._C._pop_torch_function_stack
-    pop_dispatch = getattr(dispatch, "_pop_mode", None) or torch._C._pop_torch_dispatch_stack
+    length_f, length_d, pop_function, pop_dispatch = _MODE_FNS or _mode_fns()
     n = 0
-    while mode_depths()[0] > depths[0]:
+    while length_f() > depths[0]:
         _MODES_LEFT.append("function mode " + type(pop_function()).__name__)
         n += 1
-    while mode_depths()[1] > depths[1]:
+    while length_d() > depths[1]:
         _MODES_LEFT.append("dispatch mode " + type(pop_dispatch()).__name__)
         n += 1
     return n

@@ -275,7 +275,13 @@ def out_tensors(fn, call, tensors, device):
         return None
     dtypes = None
     sibling = functional_sibling(fn)
-    if sibling is not None:
+    # The meta kernel's answer is a function of the call's dtypes, shapes,
+    # strides and arguments alone (``_meta_outputs``): taken once. The CPU
+    # kernel's is not (it may raise on some values), so it is asked each time.
+    key = None if sibling is None else ("out", _meta_key(sibling, call, tensors))
+    if key in _META_CACHE:
+        dtypes = _META_CACHE[key]
+    elif sibling is not None:
         kwargs = {k: v for k, v in (call.get("kwargs") or {}).items() if _placeholders(v, "$out") == 0}
         # The meta kernel, else (LibTorch 1.13 has none for median.dim) the
         # CPU kernel on copies of the inputs.
@@ -288,6 +294,10 @@ def out_tensors(fn, call, tensors, device):
                 res = sibling(*resolve(call["args"], ins, None, where), **resolve_kwargs(kwargs, ins, None, where))
                 res = res if isinstance(res, (tuple, list)) else (res,)
                 dtypes = [r.dtype for r in res if isinstance(r, torch.Tensor)]
+                if where == "meta":
+                    if len(_META_CACHE) >= _META_CACHE_SIZE:
+                        _META_CACHE.clear()
+                    _META_CACHE[key] = dtypes
                 break
             except Exception:
                 dtypes = None
@@ -565,15 +575,43 @@ def _check_output_size(outputs):
                              % (i, m.numel(), MAX_OUTPUT_ELEMENTS))
 
 
+#: ``_meta_outputs``' answers by what they depend on (the op, the call's
+#: arguments but its tensors' values, each tensor's shape, strides and
+#: dtype); emptied when it holds ``_META_CACHE_SIZE``.
+_META_CACHE = {}
+_META_CACHE_SIZE = 4096
+
+
+def _meta_key(fn, call, cpu):
+    """What ``fn``'s meta outputs on ``call`` (a case's call: JSON values)
+    with the CPU inputs ``cpu`` depend on, as a hashable key: the op, the
+    arguments (``repr`` of JSON values is exact and cheaper than a dump),
+    torch's default dtype (a factory's) and each input's shape, strides and
+    dtype."""
+    return (id(fn), str(fn), repr((call["args"], call.get("kwargs"))), torch.get_default_dtype(),
+            tuple((tuple(t.shape), t.stride(), t.dtype) for t in cpu))
+
+
 def _meta_outputs(fn, call, cpu):
     """``fn``'s outputs on meta tensors laid out as the CPU inputs ``cpu``
     (ATen's meta kernel: dtypes and shapes, no values), or None where the
-    meta call raises."""
+    meta call raises. A meta kernel sees no values, so its answer for the
+    same op, arguments, shapes, strides and dtypes is taken once
+    (``_META_CACHE``): the cases of a run with a layout palette share most
+    of them, and torch 2's meta kernels are Python (docs/benchmarks.md). The
+    tensors returned are meta tensors the caller must not change."""
+    key = _meta_key(fn, call, cpu)
+    if key in _META_CACHE:
+        return _META_CACHE[key]
     meta = [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in cpu]
     try:
-        return call_op(fn, call, meta)
+        out = call_op(fn, call, meta)
     except Exception:
-        return None
+        out = None
+    if len(_META_CACHE) >= _META_CACHE_SIZE:
+        _META_CACHE.clear()
+    _META_CACHE[key] = out
+    return out
 
 
 def _same_dtype_effects(fn, call, cpu, own, same, repeat):
@@ -797,7 +835,7 @@ _STAGE = {}  # "fd": the stage file, opened on first use and kept open (None: no
 def _stage(name):
     """Records what the case in flight is doing (``reference``: CPU ATen;
     ``control``: the stock path, FlagGems off; ``device``: the op under
-    test; the harness empties the file as every
+    test; the harness blanks the file as every
     case starts, suites/property.cpp) in the file $FLAGPROP_STAGE_FILE names,
     so that the parent of a process that dies or hangs knows whose crash or
     hang it was."""

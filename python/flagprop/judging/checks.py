@@ -120,7 +120,10 @@ def tampered(op=None):
     # A kernel for the op under test compromises its reference, one for an op
     # the judging calls every verdict (FlagGems itself registers Autograd
     # kernels for some ops, e.g. ctc_loss, which judge no other op's reference).
-    new = sorted(i for i in set(getattr(torch.library, "_impls", ()) or ()) - _BASELINE["impls"]
+    impls = getattr(torch.library, "_impls", ()) or ()
+    if impls == _BASELINE["impls"]:  # the common case: no kernel registered or removed since the baseline
+        return ""
+    new = sorted(i for i in set(impls) - _BASELINE["impls"]
                  if i.startswith("aten/") and i.rsplit("/", 1)[-1] in _REFERENCE_KEYS
                  and i.split("/")[1].split(".")[0] in _JUDGING_OPS | {base})
     if new:

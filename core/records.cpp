@@ -1,5 +1,8 @@
 #include "core/records.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace flagprop {
 
 namespace {
@@ -82,7 +85,19 @@ void from_json(const json& j, Observations& o) {
   field(j, "replays", o.replays);
   field(j, "db", o.db);
   field(j, "distinct_failures", o.distinctFailures);
-  field(objectAt(j, "stats"), "compilations", o.compilations);
+  const json& stats = objectAt(j, "stats");
+  field(stats, "compilations", o.compilations);
+  double cases = 0, usPerCase = 0;
+  field(stats, "cases_executed", cases);
+  field(stats, "us_per_case", usPerCase);
+  const json& share = objectAt(stats, "share");
+  for (const auto& [key, seconds] : {std::pair<const char*, double*>{"device_op", &o.opSeconds},
+                                     {"reference", &o.referenceSeconds},
+                                     {"harness", &o.harnessSeconds}}) {
+    double part = 0;
+    field(share, key, part);
+    *seconds = std::max(0.0, cases * usPerCase * part / 1e6);
+  }
   field(j, "discarded", o.discarded);
   field(j, "crash", o.crash);
   field(j, "crash_in", o.crashIn);

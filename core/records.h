@@ -63,7 +63,12 @@ struct Observations {
   std::optional<DbNote> db;
   std::vector<DistinctFailure> distinctFailures;
   long compilations = 0;  ///< Triton compilations (observations.stats.compilations)
-  int discarded = 0;      ///< drawn cases the reference rejected
+  /// The seconds its executed cases spent in the op under test (its calls,
+  /// Triton compiling included, and the copies of its outputs), in CPU
+  /// ATen's reference and in flagprop itself: cases_executed x us_per_case x
+  /// share of observations.stats; 0 where a result has no stats.
+  double opSeconds = 0, referenceSeconds = 0, harnessSeconds = 0;
+  int discarded = 0;  ///< drawn cases the reference rejected
   /// How the target process died on the case (observations.crash: "target
   /// process died with signal 11 ...", "... timed out ..."); nullopt: it did not.
   std::optional<std::string> crash;

@@ -62,10 +62,11 @@ def judged_against(r):
 def work(folders, only):
     """Where the run's time went: per op family (report.json's
     coverage.by_family, over all dtypes: a part stopped before it merged its
-    documents has none) its runs' seconds, the part spent shrinking and the
-    Triton compilations; then the ten slowest results (from the per-target
-    documents too)."""
-    rows, slow = collections.defaultdict(lambda: [0, 0.0, 0.0, 0]), []
+    documents has none) its runs' seconds, the part spent shrinking, the
+    Triton compilations and where the executed cases' seconds went (the op,
+    CPU ATen's reference, flagprop); then the ten slowest results (from the
+    per-target documents too)."""
+    rows, slow = collections.defaultdict(lambda: [0, 0.0, 0.0, 0, 0.0, 0.0, 0.0]), []
     for folder in folders:
         try:
             with open(os.path.join(folder, "report.json")) as f:
@@ -82,12 +83,18 @@ def work(folders, only):
                     acc[1] += row.get("seconds", 0.0)
                     acc[2] += row.get("shrink_seconds", 0.0)
                     acc[3] += row.get("compilations", 0)
+                    cases = row.get("case_seconds") or {}
+                    acc[4] += cases.get("op", 0.0)
+                    acc[5] += cases.get("reference", 0.0)
+                    acc[6] += cases.get("flagprop", 0.0)
         slow.extend(r for target, r in results(folder) if r.get("op") and (only is None or target == only))
     if rows:
         print("where the time went (the runs' seconds summed over their processes):")
-        print("  %-28s %5s %9s %12s %12s" % ("family", "ops", "run s", "shrinking s", "compilations"))
-        for family, (ops, sec, shrink, comp) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
-            print("  %-28s %5d %9.1f %12.1f %12d" % (family, ops, sec, shrink, comp))
+        print("  %-28s %5s %9s %12s %12s   %s" % ("family", "ops", "run s", "shrinking s", "compilations",
+                                                "cases: op / reference / flagprop s"))
+        for family, (ops, sec, shrink, comp, op, ref, own) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
+            print("  %-28s %5d %9.1f %12.1f %12d   %.1f / %.1f / %.1f" % (family, ops, sec, shrink, comp, op, ref,
+                                                                          own))
     slow.sort(key=lambda r: -r.get("seconds", 0.0))
     for r in slow[:10]:
         o = r.get("observations") or {}

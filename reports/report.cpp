@@ -335,19 +335,32 @@ Standing standingOf(const std::vector<const ResultRecord*>& rs) {
   return out;
 }
 
-// The work of results `rs`: their seconds, the part spent shrinking, their
-// Triton compilations, added into `row`.
+// The work of results `rs` (one op's): their seconds, the part spent
+// shrinking, their Triton compilations, where their cases' time went (the
+// op, CPU ATen's reference, flagprop), added into `row`; and the op in
+// `row.slowest` ({op, seconds}) where its results took longer than the one
+// there.
 void addWork(json& row, const std::vector<const ResultRecord*>& rs) {
-  double seconds = 0, shrink = 0;
+  double seconds = 0, shrink = 0, op = 0, reference = 0, harness = 0;
   long compilations = 0;
   for (const ResultRecord* r : rs) {
     seconds += r->seconds;
     compilations += r->observations.compilations;
     shrink += r->observations.shrinkSeconds();
+    op += r->observations.opSeconds;
+    reference += r->observations.referenceSeconds;
+    harness += r->observations.harnessSeconds;
   }
   row["seconds"] = row.value("seconds", 0.0) + seconds;
   row["shrink_seconds"] = row.value("shrink_seconds", 0.0) + shrink;
   row["compilations"] = row.value("compilations", 0L) + compilations;
+  json& cases = row["case_seconds"];
+  if (!cases.is_object()) cases = json::object();
+  cases["op"] = cases.value("op", 0.0) + op;
+  cases["reference"] = cases.value("reference", 0.0) + reference;
+  cases["flagprop"] = cases.value("flagprop", 0.0) + harness;
+  if (!rs.empty() && (!row.contains("slowest") || row.at("slowest").value("seconds", 0.0) < seconds))
+    row["slowest"] = {{"op", rs.front()->op}, {"seconds", seconds}};
 }
 
 void countInto(json& row, const Standing& st) {
@@ -415,7 +428,7 @@ namespace {
 
 // The coverage by family (opFamily) and dtype: one row per family over
 // all its dtypes, then one per family and dtype.
-void familyTable(std::ostringstream& md, const json& c) {
+void familyTableInto(std::ostringstream& md, const json& c) {
   if (!c.contains("by_family") || c.at("by_family").empty()) return;
   auto reasons = [](const json& row, const char* key) {
     std::string out;
@@ -426,8 +439,8 @@ void familyTable(std::ostringstream& md, const json& c) {
   };
   md << "| family | dtype | ops | judged | pass | fail | gave up | gave up because | excluded | run s | of it "
         "shrinking "
-        "| compilations |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "| compilations | cases: op / reference / flagprop s | slowest op (run s) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const bool perDtype : {false, true})
     for (const auto& row : c.at("by_family")) {
       if ((row.value("dtype", "") != "all") != perDtype) continue;
@@ -435,10 +448,20 @@ void familyTable(std::ostringstream& md, const json& c) {
          << row.value("judged", 0) << " | " << row.value("pass", 0) << " | " << row.value("fail", 0) << " | "
          << row.value("gave_up", 0) << " | " << cell(reasons(row, "gave_up_because"), 300) << " | "
          << row.value("excluded", 0) << " | " << fixed(row.value("seconds", 0.0), 1) << " | "
-         << fixed(row.value("shrink_seconds", 0.0), 1) << " | " << row.value("compilations", 0L) << " |\n";
+         << fixed(row.value("shrink_seconds", 0.0), 1) << " | " << row.value("compilations", 0L) << " | ";
+      const json cs = row.value("case_seconds", json::object());
+      md << fixed(cs.value("op", 0.0), 1) << " / " << fixed(cs.value("reference", 0.0), 1) << " / "
+         << fixed(cs.value("flagprop", 0.0), 1) << " | ";
+      if (row.contains("slowest"))
+        md << cell(row.at("slowest").value("op", std::string()), 80) << " ("
+           << fixed(row.at("slowest").value("seconds", 0.0), 1) << ")";
+      md << " |\n";
     }
   md << "Run s: the seconds of the family's runs summed (under --jobs, over processes that ran at once), and the "
-        "part of them spent shrinking failures (--shrink-time bounds it).\n\n";
+        "part of them spent shrinking failures (--shrink-time bounds it). Cases: where the seconds of the cases "
+        "the runs executed went: the op under test (its calls, Triton compiling and autotuning included, and the "
+        "copies of its outputs), CPU ATen's reference, and flagprop itself (building inputs, the stock control, "
+        "the sandbox, the verdicts).\n\n";
 }
 
 // The coverage line of a target with many ops (catalog "flaggems").
@@ -456,7 +479,7 @@ void coverageLine(std::ostringstream& md, const json& t) {
     why += (why.empty() ? "" : "; ") + e.value("reason", "") + ": " + std::to_string(e.value("ops", 0));
   if (!why.empty()) md << " (" << why << ")";
   md << ".\n\n";
-  familyTable(md, c);
+  familyTableInto(md, c);
 }
 
 // Per op and dtype: each op property's status, cases, the fast path, the
@@ -1063,6 +1086,12 @@ void printSummary(const json& report, std::ostream& os) {
   printDatabaseLine(s, os);
   for (size_t i = 0; i < failing.size() && i < 20; ++i) os << "  unexpected: " << failing[i] << "\n";
   if (failing.size() > 20) os << "  ... and " << failing.size() - 20 << " more (report.md)\n";
+}
+
+std::string familyTable(const json& coverage) {
+  std::ostringstream md;
+  familyTableInto(md, coverage);
+  return md.str();
 }
 
 }  // namespace flagprop

@@ -55,9 +55,18 @@ std::vector<StockNote> stockDiffersFromCpu(const json& target);
 /// fail, gave_up, gave_up_because {reason: ops}, excluded,
 /// excluded_because, seconds (its results' seconds summed), shrink_seconds
 /// (the part spent shrinking), compilations (Triton's, from
-/// observations.stats)}]. An op counts once however many dtypes and
-/// properties it ran ("all"); in a dtype row, once per dtype.
+/// observations.stats), case_seconds {op, reference, flagprop} (where the
+/// executed cases' seconds went, from observations.stats), slowest {op,
+/// seconds} (the op whose results took the most run seconds)}]. An op
+/// counts once however many dtypes and properties it ran ("all"); in a
+/// dtype row, once per dtype.
 json opCoverage(const json& target);
+
+/// report.md's table of `coverage` (opCoverage's) by family and dtype: a
+/// row per family over all dtypes, then one per family and dtype, with the
+/// seconds and where they went, and a note on the columns; "" without
+/// by_family rows.
+std::string familyTable(const json& coverage);
 
 /// Markdown for a person: a table per target, then every failure with its
 /// reason, observations, counterexample, reproduce string and reproducer.

@@ -62,8 +62,9 @@ TEST(Coverage, FamiliesAndDtypesCountEveryOpOnce) {
 }
 
 // Where the time went per family: the runs' seconds, the part spent
-// shrinking (the first failure's and each distinct one's) and the Triton
-// compilations, summed over the family's results, in "all" and per dtype.
+// shrinking (the first failure's and each distinct one's), the Triton
+// compilations and the cases' seconds in the op, the reference and flagprop,
+// summed over the family's results, in "all" and per dtype; and the slowest op.
 TEST(Coverage, FamiliesSumTheirRunsSecondsShrinkingAndCompilations) {
   auto r = [](const std::string& op, const std::string& dtype, double seconds, json obs) {
     return json{{"op", op},           {"dtype", dtype},     {"property", "P5"},   {"status", "fail"},
@@ -76,17 +77,35 @@ TEST(Coverage, FamiliesSumTheirRunsSecondsShrinkingAndCompilations) {
           {{"stats", {{"compilations", 5}}},
            {"shrink", {{"seconds", 1.0}}},
            {"distinct_failures", {{{"observations", {{"shrink", {{"seconds", 0.25}}}}}}}}}),
-        r("mm", "float32", 7.0, {{"stats", {{"compilations", 11}}}})}}};
+        r("mm", "float32", 7.0, {{"stats", {{"compilations", 11}}}}),
+        // 400 cases of 5,000 µs: 2 s, a quarter in the op, half in the reference, a quarter in flagprop
+        r("mul.Tensor", "float32", 3.0,
+          {{"stats",
+            {{"cases_executed", 400},
+             {"us_per_case", 5000.0},
+             {"share", {{"device_op", 0.25}, {"reference", 0.5}, {"harness", 0.25}}}}}})}}};
   std::map<std::pair<std::string, std::string>, json> rows;
   const json c = opCoverage(target);
   for (const auto& row : c.at("by_family")) rows[{row.at("family"), row.at("dtype")}] = row;
   const json& pw = rows.at({"pointwise", "all"});
-  EXPECT_DOUBLE_EQ(pw.at("seconds").get<double>(), 6.5);
+  EXPECT_DOUBLE_EQ(pw.at("seconds").get<double>(), 9.5);
   EXPECT_DOUBLE_EQ(pw.at("shrink_seconds").get<double>(), 2.75);
   EXPECT_EQ(pw.at("compilations"), 8);
   EXPECT_DOUBLE_EQ(rows.at({"pointwise", "float16"}).at("shrink_seconds").get<double>(), 1.25);
   EXPECT_EQ(rows.at({"linear algebra", "float32"}).at("compilations"), 11);
   EXPECT_DOUBLE_EQ(rows.at({"linear algebra", "all"}).at("shrink_seconds").get<double>(), 0.0);
+  EXPECT_EQ(pw.at("case_seconds"), (json{{"op", 0.5}, {"reference", 1.0}, {"flagprop", 0.5}}));
+  EXPECT_EQ(rows.at({"linear algebra", "all"}).at("case_seconds"),
+            (json{{"op", 0.0}, {"reference", 0.0}, {"flagprop", 0.0}}))
+      << "no stats: nothing known, nothing made up";
+  EXPECT_EQ(pw.at("slowest"), (json{{"op", "add.Tensor"}, {"seconds", 6.5}})) << "over its dtypes";
+  EXPECT_EQ(rows.at({"pointwise", "float32"}).at("slowest"), (json{{"op", "mul.Tensor"}, {"seconds", 3.0}}));
+  const std::string md = familyTable(c);  // report.md's table
+  EXPECT_NE(
+      md.find("| pointwise | all | 2 | 2 | 0 | 2 | 0 |  | 0 | 9.5 | 2.8 | 8 | 0.5 / 1.0 / 0.5 | add.Tensor (6.5) |"),
+      std::string::npos)
+      << md;
+  EXPECT_EQ(familyTable(json::object()), "");
 }
 
 }  // namespace

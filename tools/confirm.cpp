@@ -84,22 +84,37 @@ class Confirmer {
       return flaky(f, "it passed alone in a fresh process, and its process recorded no call before it" + note_);
     std::vector<size_t> all(calls.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    // A process that gave no verdict (the --confirm-time ran out, it died or
+    // hung) tells nothing: it is never counted as a pass, which would make a
+    // failure that recurs flaky. ddmin takes it as "does not fail" (it then
+    // keeps the larger prefix, one known to fail); any other step ends
+    // without a verdict, the result as it was.
+    bool unjudged = false;
+    const auto verdict = [&](const json* prefix) {
+      const int r = run(prefix);
+      unjudged |= r < 0;
+      return r;
+    };
     const auto fails = [&](const std::vector<size_t>& pick) {
       json prefix = json::array();
       for (size_t i : pick) prefix.push_back(calls[i]);
-      return run(&prefix) == 1;
+      return verdict(&prefix) == 1;
     };
-    if (!fails(all))
+    if (!fails(all)) {
+      if (unjudged) return noVerdict(e, why_);
       return flaky(f, "it passed alone in a fresh process and after the " + std::to_string(calls.size()) +
                           " calls its process judged before it" + note_);
+    }
     const std::vector<size_t> least = ddmin(all, fails, 48);
     json prefix = json::array();
     for (size_t i : least) prefix.push_back(calls[i]);
     // The same in o_.tries fresh processes each way before it is called
     // history-dependent: a fault that comes and goes is flaky.
     int aloneFailed = 0, withFailed = 0;
-    for (int k = 1; k < o_.tries; ++k) aloneFailed += run(nullptr) == 1;
-    for (int k = 0; k < o_.tries; ++k) withFailed += run(&prefix) == 1;
+    unjudged = false;
+    for (int k = 1; k < o_.tries; ++k) aloneFailed += verdict(nullptr) == 1;
+    for (int k = 0; k < o_.tries; ++k) withFailed += verdict(&prefix) == 1;
+    if (unjudged) return noVerdict(e, why_);
     if (aloneFailed > 0 || withFailed < o_.tries)
       return flaky(f, "alone it failed " + std::to_string(aloneFailed) + " of " + std::to_string(o_.tries) +
                           " fresh processes, after the calls before it " + std::to_string(withFailed) + " of " +

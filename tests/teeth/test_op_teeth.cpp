@@ -3,6 +3,7 @@
 // hits), the well-behaved ops passing them, and the false positives once
 // found kept out.
 #include "core/files.h"
+#include "runner/runner.h"
 #include "tests/fixture_sessions.h"
 
 #include <gtest/gtest.h>
@@ -318,12 +319,14 @@ TEST(OpTeeth, HalfPrecisionRunsStillCatchADroppedTerm) {
 TEST(OpTeeth, EveryCaseStartsWithoutTheLastCasesStage) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("flagprop-test-stage-" + std::to_string(getpid()))).string();
-  writeText(path, "reference       ");
+  writeText(path, "reference       123.456789");  // a stage and a compile stamp
+  ASSERT_EQ(readStage(path), "reference");
   auto opts = test::fixedSeed(1);
   opts.stagePath = path;
   const auto o = runProperty(installerRun(test::fixtureSession("well-behaved"), *findProperty("P1")), opts);
   EXPECT_EQ(o.status, "pass") << o.reason;
-  EXPECT_EQ(readFile(path), "");
+  EXPECT_EQ(readStage(path), "") << "the last case's stage is gone";
+  EXPECT_EQ(stageCompileAge(path), -1) << "and its compile stamp";
   std::filesystem::remove(path);
 }
 

@@ -894,19 +894,19 @@ def literal(source):
 
 def packed(sources, width=76):
     """``sources`` ({module name: source}) as one compressed block: JSON,
-    zlib (level 9), base85 (no quote or backslash in its alphabet), as a
-    parenthesised run of string literals of at most ``width`` characters,
-    one per line. ``unpack`` reads it back."""
+    zlib (level 9), base85 (no quote or backslash in its alphabet), as one
+    triple-quoted string literal in lines of ``width`` characters (the line
+    ends are layout, not data: one byte a line, where a string literal a
+    line cost seven). ``unpack`` reads it back."""
     blob = json.dumps(sources, sort_keys=True).encode("utf-8")
     data = base64.b85encode(zlib.compress(blob, 9)).decode("ascii")
-    parts = [data[i:i + width] for i in range(0, len(data), width)] or [""]
-    return "(\n" + "".join('    "%s"\n' % p for p in parts) + ")"
+    return '"""\n' + "".join(data[i:i + width] + "\n" for i in range(0, len(data), width)) + '"""'
 
 
 def unpack(data):
     """The {module name: source} that ``packed`` wrote as ``data`` (the
-    concatenated string)."""
-    return json.loads(zlib.decompress(base64.b85decode(data)).decode("utf-8"))
+    string, its line ends dropped)."""
+    return json.loads(zlib.decompress(base64.b85decode("".join(data.split()))).decode("utf-8"))
 
 
 # Packed first when the code does not fit: the machinery that observes a case,

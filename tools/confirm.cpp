@@ -110,15 +110,24 @@ class Confirmer {
     for (size_t i : least) prefix.push_back(calls[i]);
     // The same in o_.tries fresh processes each way before it is called
     // history-dependent: a fault that comes and goes is flaky.
-    int aloneFailed = 0, withFailed = 0;
+    // A failure alone, or a pass after the calls, is flakiness shown
+    // whatever an unjudged process would have said; short of that, an
+    // unjudged process leaves it undecided.
+    int aloneFailed = 0, aloneJudged = 1, withFailed = 0, withJudged = 0;  // the first alone run passed
     unjudged = false;
-    for (int k = 1; k < o_.tries; ++k) aloneFailed += verdict(nullptr) == 1;
-    for (int k = 0; k < o_.tries; ++k) withFailed += verdict(&prefix) == 1;
-    if (unjudged) return noVerdict(e, why_);
-    if (aloneFailed > 0 || withFailed < o_.tries)
-      return flaky(f, "alone it failed " + std::to_string(aloneFailed) + " of " + std::to_string(o_.tries) +
+    for (int k = 1; k < o_.tries; ++k) {
+      const int r = verdict(nullptr);
+      aloneFailed += r == 1, aloneJudged += r >= 0;
+    }
+    for (int k = 0; k < o_.tries; ++k) {
+      const int r = verdict(&prefix);
+      withFailed += r == 1, withJudged += r >= 0;
+    }
+    if (aloneFailed > 0 || withFailed < withJudged)
+      return flaky(f, "alone it failed " + std::to_string(aloneFailed) + " of " + std::to_string(aloneJudged) +
                           " fresh processes, after the calls before it " + std::to_string(withFailed) + " of " +
-                          std::to_string(o_.tries));
+                          std::to_string(withJudged));
+    if (unjudged) return noVerdict(e, why_);
     historyDependent(f, prefix, calls.size());
   }
 

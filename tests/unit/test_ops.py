@@ -268,6 +268,32 @@ class OpTeeth(unittest.TestCase):
                           [("meta", torch.float32, [6, 1])], [("meta", torch.float64, [4, 1])]))
         self.assertEqual(asked, ["meta"] * 5)
 
+    def test_kept_meta_answers_do_not_outlive_tampering_or_new_registrations(self):
+        """The meta answers kept from case to case are dropped after a case
+        that tampered with the judging, and when ``torch.library``'s
+        registrations changed since the last case (a kernel the code under
+        test registered may have answered them); otherwise they stay."""
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "mocks"))
+        from flagprop.judging import checks
+
+        checks.baseline()
+        impls = torch.library._impls
+        kept = []
+        for step in ("clean", "registered", "clean again", "removed", "code replaced"):
+            ops._META_CACHE["probe"] = None
+            if step == "registered":
+                impls.add("aten/flagprop_probe/CPU")
+            if step == "removed":
+                impls.discard("aten/flagprop_probe/CPU")
+            if step == "code replaced":
+                real = ops.dtype_name.__code__
+                ops.dtype_name.__code__ = (lambda d: "forged").__code__
+            why = checks.tampered("tanh")
+            kept.append((step, "probe" in ops._META_CACHE, bool(why)))
+        self.assertEqual(kept, [("clean", True, False), ("registered", False, False), ("clean again", True, False),
+                                ("removed", False, False), ("code replaced", False, True)])
+        self.assertIs(ops.dtype_name.__code__, real)
+
     def test_out_dtypes_are_reused_only_from_the_meta_kernel(self):
         """An out= overload's out tensors take the dtypes its functional
         sibling's meta kernel gives, asked once per layout and arguments;

@@ -64,6 +64,7 @@ def baseline():
     if not _BASELINE:
         _BASELINE["functions"] = _flagprop_functions()
         _BASELINE["impls"] = set(getattr(torch.library, "_impls", ()) or ())
+        _BASELINE["impls_seen"] = set(_BASELINE["impls"])  # as the last case left them (``tampered``)
         _BASELINE["modes"] = facts.mode_depths()
 
 
@@ -96,11 +97,28 @@ def tampered(op=None):
     changed the code of one of flagprop's functions (put back here, and
     said), left a torch function or dispatch mode pushed (popped here), or
     registered a kernel that CPU ATen would run for the op under test or for
-    an op the judging calls (``_JUDGING_OPS``).
+    an op the judging calls (``_JUDGING_OPS``). After such a case, or any
+    change of ``torch.library``'s registrations since the last call, it
+    empties the meta answers the reference keeps (``ops._META_CACHE``).
     The C++ session asks it after each sandbox restore, before ``judge``
     (a standalone reproducer has no sandbox and does not)."""
     if not _BASELINE:
         return ""
+    why = _tampered(op)
+    import torch
+
+    impls = getattr(torch.library, "_impls", ()) or ()
+    if why or impls != _BASELINE["impls_seen"]:
+        # The meta kernels' answers kept from case to case (ops._META_CACHE)
+        # may have been taken under what the code under test did: none
+        # outlives a case that tampered, or a change of the registrations.
+        ops._META_CACHE.clear()
+        _BASELINE["impls_seen"] = set(impls)
+    return why
+
+
+def _tampered(op):
+    """``tampered``'s reason, or ''."""
     changed = [(fn, code) for fn, code in _BASELINE["functions"] if fn.__code__ is not code]
     for fn, code in changed:
         fn.__code__ = code

@@ -295,9 +295,7 @@ def out_tensors(fn, call, tensors, device):
                 res = res if isinstance(res, (tuple, list)) else (res,)
                 dtypes = [r.dtype for r in res if isinstance(r, torch.Tensor)]
                 if where == "meta":
-                    if len(_META_CACHE) >= _META_CACHE_SIZE:
-                        _META_CACHE.clear()
-                    _META_CACHE[key] = dtypes
+                    _keep_meta(key, dtypes)
                 break
             except Exception:
                 dtypes = None
@@ -582,6 +580,15 @@ _META_CACHE = {}
 _META_CACHE_SIZE = 4096
 
 
+def _keep_meta(key, answer):
+    """Keeps ``answer`` under ``key`` in ``_META_CACHE`` (emptied first when
+    full); returns it."""
+    if len(_META_CACHE) >= _META_CACHE_SIZE:
+        _META_CACHE.clear()
+    _META_CACHE[key] = answer
+    return answer
+
+
 def _meta_key(fn, call, cpu):
     """What ``fn``'s meta outputs on ``call`` (a case's call: JSON values)
     with the CPU inputs ``cpu`` depend on, as a hashable key: the op, the
@@ -608,10 +615,7 @@ def _meta_outputs(fn, call, cpu):
         out = call_op(fn, call, meta)
     except Exception:
         out = None
-    if len(_META_CACHE) >= _META_CACHE_SIZE:
-        _META_CACHE.clear()
-    _META_CACHE[key] = out
-    return out
+    return _keep_meta(key, out)
 
 
 def _same_dtype_effects(fn, call, cpu, own, same, repeat):

@@ -73,4 +73,10 @@ int opCostRank(const std::string& overload) {
   return rank;
 }
 
+bool opAutotunesHeavily(const std::string& overload) {
+  if (opFamily(overload) == "linear algebra") return true;
+  const std::string base = overload.substr(0, overload.find('.'));
+  return base.find("conv") != std::string::npos && base.find("convert") == std::string::npos;
+}
+
 }  // namespace flagprop

@@ -22,4 +22,14 @@ std::string opFamily(const std::string& overload);
 /// shape, copy and creation 2.6 (docs/gpus.md). No throw.
 int opCostRank(const std::string& overload);
 
+/// Whether `overload` is one of the ops whose first cases on a GPU are
+/// mostly FlagGems autotuning its kernels (compiling each config, then
+/// benchmarking it on the device): the linear-algebra family and the
+/// convolutions (a base name holding "conv", "convert" aside). --heavy-jobs
+/// caps how many processes of one target run these at once. Measured on an
+/// H200 with FlagGems ed2508bc, float32, 16 processes at once: single cases
+/// of mm took 441 s, addbmm 165 s, _convolution_mode 81 s, with the op 93-99 %
+/// of each case (docs/benchmarks.md). No throw.
+bool opAutotunesHeavily(const std::string& overload);
+
 }  // namespace flagprop

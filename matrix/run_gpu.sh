@@ -30,7 +30,8 @@
 #          $FLAGPROP_SHRINK_TIME s (--shrink-time, default 20), each property run within $FLAGPROP_RUN_TIME s
 #          (--run-time, default 20), at most $FLAGPROP_DISTINCT distinct failures per run (--distinct,
 #          default 3; FLAGPROP_SHRINK_TIME=0 FLAGPROP_DISTINCT=1: each overload's verdict, unshrunk,
-#          before any further search); a coverage table, where the time went per
+#          before any further search), at most $FLAGPROP_HEAVY_JOBS processes at once in the linear algebra
+#          and convolution ops (--heavy-jobs, default 0: no cap); a coverage table, where the time went per
 #          op family, and the failures, one line each
 #   all-ops-dtypes  every registered overload in the default dtypes (matrix/targets/h200-flaggems-all-dtypes.json)
 #          in $FLAGPROP_SHARDS parts (--shard, default 2) at once, $FLAGPROP_JOBS processes in all, each part
@@ -227,6 +228,7 @@ for MODE in "$@"; do
         $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs $(( ${FLAGPROP_JOBS:-16} / n )) --shard "$i/$n" \
           --budget "${FLAGPROP_BUDGET:-420}" --shrink-time "${FLAGPROP_SHRINK_TIME:-10}" \
           --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-1}" \
+          --heavy-jobs "${FLAGPROP_HEAVY_JOBS:-0}" \
           --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all-dtypes.json \
           --report-dir "$OUTDIR/part$i" >"$OUTDIR/part$i.log" 2>&1 &
         parts+=("$OUTDIR/part$i")
@@ -241,6 +243,7 @@ for MODE in "$@"; do
       t0=$SECONDS
       $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
         --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-3}" \
+        --heavy-jobs "${FLAGPROP_HEAVY_JOBS:-0}" \
         --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all" \
         >"$OUTDIR/all.log" 2>&1
       echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"

@@ -50,14 +50,23 @@ std::string ident(std::string s) {
 // One property run as a GoogleTest test.
 class PropertyTest : public testing::Test {
  public:
+  // `pass`: the main one; the runs of heavy ops this process left for want
+  // of a slot (--heavy-jobs); the second pass of a budgeted run.
+  enum class Pass { kMain, kLeft, kDeepen };
   PropertyTest(const PropertyRun* run, TargetSession* session, json* doc, const TargetRunOptions* opts,
-               const ResultSink* sink, bool deepen = false)
-      : run_(run), session_(session), doc_(doc), opts_(opts), sink_(sink), deepen_(deepen) {}
+               const ResultSink* sink, Pass pass = Pass::kMain)
+      : run_(run),
+        session_(session),
+        doc_(doc),
+        opts_(opts),
+        sink_(sink),
+        deepen_(pass == Pass::kDeepen),
+        left_(pass == Pass::kLeft) {}
 
   void TestBody() override {
     const Target& t = session_->target();
     // Under --jobs: an op another process of this target claimed is its run, not this one's.
-    if (!opts_->claimDir.empty() && !run_->op.empty() && !claimOp(opts_->claimDir, run_->op, opts_->shardIndex)) return;
+    if (!opts_->claimDir.empty() && !run_->op.empty() && !takeOp()) return;
     // The second pass of a budgeted run: only a run whose first pass failed.
     long at = -1;  // where its first result was, for the second
     if (deepen_ && (at = takeFirstPassFailure()) < 0) return;
@@ -90,6 +99,10 @@ class PropertyTest : public testing::Test {
     const bool first = opts_->firstPass && !deepen_ && !run_->op.empty();
     if (first) ro.shrinkSeconds = 0, ro.distinct = 1, ro.flakyReplays = 0;
     PropertyOutcome o = runProperty(*run_, ro);
+    if (heavy().slot.held() >= 0) {  // which of the --heavy-jobs slots it ran in, and how long it waited for one
+      o.observations["heavy_slot"] = {
+          {"slot", heavy().slot.held()}, {"left_first", left_}, {"waited_s", heavy().waitedSeconds}};
+    }
     if (first && o.status == "fail") {
       o.observations["first_pass"] = true;
       o.reason += " [first pass of a budgeted run: not yet shrunk or judged again]";
@@ -157,12 +170,67 @@ class PropertyTest : public testing::Test {
     return -1;
   }
 
+ public:
+  // What this process holds under --heavy-jobs: the slot and the op it
+  // holds it for, and the heavy ops it left unclaimed for want of one.
+  struct Heavy {
+    HeavySlot slot;
+    std::string op;
+    double waitedSeconds = 0;
+    std::set<std::string> left;
+  };
+  static Heavy& heavy() {
+    static Heavy h;
+    return h;
+  }
+
+ private:
+  // Claims this run's op (claimOp) and, for an op that autotunes heavily
+  // under --heavy-jobs, a slot first: in the main pass only a free one (none
+  // free: the op is left, unclaimed, for this process's pass over the runs
+  // it left, or for another process), in that later pass the first to come
+  // free. A slot is kept through the op's runs and freed when a run of
+  // another op starts. The second pass of a budgeted run takes no slot:
+  // its kernels were compiled and tuned in the first. Returns whether the
+  // run is this process's to run now.
+  bool takeOp() {
+    Heavy& h = heavy();
+    const std::string& dir = opts_->claimDir;
+    const std::string& op = run_->op;
+    if (h.op != op) {
+      h.slot.release();
+      h.op.clear();
+      h.waitedSeconds = 0;
+    }
+    const bool capped = opts_->heavySlots > 0 && !deepen_ && opAutotunesHeavily(op);
+    if (left_ && !h.left.count(op)) return false;
+    if (!capped) return claimOp(dir, op, opts_->shardIndex);
+    if (!left_ && h.left.count(op)) return false;  // an op's runs stay together: all in the later pass
+    const int holder = claimHolder(dir, op);
+    if (holder >= 0 && holder != opts_->shardIndex) return false;  // another process's
+    if (h.slot.held() < 0) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const int k = left_ ? h.slot.take(dir, opts_->heavySlots) : h.slot.tryTake(dir, opts_->heavySlots);
+      if (k < 0) {
+        h.left.insert(op);
+        return false;
+      }
+      h.op = op;
+      h.waitedSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (claimOp(dir, op, opts_->shardIndex)) return true;
+    h.slot.release();  // another process claimed it meanwhile
+    h.op.clear();
+    return false;
+  }
+
   const PropertyRun* run_;
   TargetSession* session_;
   json* doc_;
   const TargetRunOptions* opts_;
   const ResultSink* sink_;
   bool deepen_;
+  bool left_;
   std::vector<std::string> oldReproducers_;
 };
 
@@ -194,6 +262,19 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
     testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k); });
   }
+  if (opts.heavySlots > 0 && !opts.claimDir.empty())  // --heavy-jobs: the heavy ops left for want of a slot
+    for (const auto& run : runs) {
+      if (run.op.empty() || !opAutotunesHeavily(run.op)) continue;
+      const PropertyRun* r = &run;
+      TargetSession* s = &session;
+      json* d = &doc;
+      const TargetRunOptions* o = &opts;
+      const ResultSink* k = &sink;
+      const std::string name = ident("left_" + run.id + "_" + run.op + "_" + run.dtype);
+      testing::RegisterTest(
+          suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, PropertyTest::Pass::kLeft); });
+    }
   if (opts.firstPass)  // coverage before depth: the failures of the first pass, once every run had it
     for (const auto& run : runs) {
       if (run.op.empty()) continue;
@@ -203,10 +284,13 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
       const TargetRunOptions* o = &opts;
       const ResultSink* k = &sink;
       const std::string name = ident("deepen_" + run.id + "_" + run.op + "_" + run.dtype);
-      testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                            [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, true); });
+      testing::RegisterTest(
+          suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, PropertyTest::Pass::kDeepen); });
     }
-  return RUN_ALL_TESTS();
+  const int failed = RUN_ALL_TESTS();
+  PropertyTest::heavy().slot.release();  // other processes of the target may be waiting for it
+  return failed;
 }
 
 std::string runKey(const PropertyRun& r) { return r.op.empty() ? r.id : r.id + "/" + r.op + "/" + r.dtype; }
@@ -1037,10 +1121,11 @@ bool takeDocumentMac(json& doc, const std::string& key) {
   return mac.is_string() && mac.get<std::string>() == hmacSha256Hex(key, jsonText(doc));
 }
 
-bool claimOp(const std::string& dir, const std::string& op, int shard) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw FileError(dir + ": cannot make the claims folder: " + ec.message());
+namespace {
+
+// The claim file of op `op` in `dir`: its name with bytes other than
+// [A-Za-z0-9._-] as %XX.
+std::string claimPath(const std::string& dir, const std::string& op) {
   std::string name;
   for (const unsigned char c : op) {
     if (isalnum(c) || c == '.' || c == '_' || c == '-') {
@@ -1051,7 +1136,26 @@ bool claimOp(const std::string& dir, const std::string& op, int shard) {
       name += hex;
     }
   }
-  const std::string path = (fs::path(dir) / (name.empty() ? "%" : name)).string();
+  return (fs::path(dir) / (name.empty() ? "%" : name)).string();
+}
+
+}  // namespace
+
+int claimHolder(const std::string& dir, const std::string& op) {
+  try {
+    const std::string who = readFile(claimPath(dir, op), 64);
+    if (who.empty() || who.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(who);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+bool claimOp(const std::string& dir, const std::string& op, int shard) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw FileError(dir + ": cannot make the claims folder: " + ec.message());
+  const std::string path = claimPath(dir, op);
   const std::string mine = std::to_string(shard);
   // Written whole under a name of this process's own, then linked to the
   // claim's name: a claim is never seen (or left) half-written.
@@ -1071,6 +1175,41 @@ bool claimOp(const std::string& dir, const std::string& op, int shard) {
   } catch (const FileError&) {
     return false;
   }
+}
+
+HeavySlot::~HeavySlot() { release(); }
+
+void HeavySlot::release() {
+  if (fd_ >= 0) close(fd_);  // closing a descriptor of the file drops this process's lock on it
+  fd_ = index_ = -1;
+}
+
+int HeavySlot::tryTake(const std::string& dir, int count) {
+  release();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw FileError(dir + ": cannot make the claims folder: " + ec.message());
+  for (int k = 0; k < count; ++k) {
+    const std::string path = (fs::path(dir) / (".heavy-slot-" + std::to_string(k))).string();
+    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) throw FileError(path + ": cannot open a slot: " + std::strerror(errno));
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;  // the whole file (l_start 0, l_len 0)
+    if (fcntl(fd, F_SETLK, &lock) == 0) {
+      fd_ = fd;
+      index_ = k;
+      return k;
+    }
+    close(fd);
+  }
+  return -1;
+}
+
+int HeavySlot::take(const std::string& dir, int count) {
+  int k;
+  while ((k = tryTake(dir, count)) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return k;
 }
 
 bool checkAgainstPlan(json& doc, const std::vector<std::string>& planned, const std::string& why) {

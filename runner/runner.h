@@ -72,6 +72,14 @@ struct TargetRunOptions {
   /// the ops whose index in the plan is shardIndex modulo shardCount.
   int shardIndex = 0;
   int shardCount = 1;
+  /// Under --jobs (claimDir set): at most this many of the target's
+  /// processes at once run the ops that autotune heavily
+  /// (opAutotunesHeavily), each holding a HeavySlot in claimDir for its
+  /// op's runs. A process that finds every slot held leaves such an op
+  /// unclaimed and goes on with the next; once its other runs are done it
+  /// comes back to the ops it left that no process has claimed, waiting for
+  /// a slot. 0: no cap (--heavy-jobs).
+  int heavySlots = 0;
   /// Coverage before depth (a run under --budget): every run of this
   /// process first judges its explicit and generated cases with shrinking,
   /// distinct failures and replays off (a failure is kept unshrunk, marked
@@ -102,6 +110,41 @@ json confirmInProcess(const std::vector<PropertyRun>& runs, const json& ask);
 /// holding the shard's index. Throws FileError when `dir` cannot be made or
 /// written.
 bool claimOp(const std::string& dir, const std::string& op, int shard);
+
+/// The shard that holds op `op`'s claim in folder `dir` (claimOp), or -1
+/// when no shard has claimed it. No throw.
+int claimHolder(const std::string& dir, const std::string& op);
+
+/// One of the `count` slots in a claims folder (files `.heavy-slot-K`, K <
+/// count) that let at most `count` processes of one target's --jobs run
+/// the ops that autotune heavily at once (TargetRunOptions::heavySlots). A
+/// slot is a POSIX write lock (fcntl F_SETLK) on its whole file: the kernel
+/// frees it when its holder ends, crash included, and a child the code
+/// under test forks does not inherit it (an flock would outlive the op in
+/// such a child). The lock is the process's: use one HeavySlot per process.
+/// Not copyable; the destructor releases.
+class HeavySlot {
+ public:
+  HeavySlot() = default;
+  ~HeavySlot();
+  HeavySlot(const HeavySlot&) = delete;
+  HeavySlot& operator=(const HeavySlot&) = delete;
+
+  /// Takes a free slot of the `count` in `dir` without waiting (releasing
+  /// the one held first); returns its index, or -1 when all are held.
+  /// Throws FileError when `dir` cannot be made or a slot file not opened.
+  int tryTake(const std::string& dir, int count);
+  /// As tryTake, but waits (looking again every 50 ms) until a slot is free.
+  int take(const std::string& dir, int count);
+  /// Frees the slot held, if any.
+  void release();
+  /// The index of the slot held, or -1.
+  int held() const { return index_; }
+
+ private:
+  int fd_ = -1;
+  int index_ = -1;
+};
 
 /// Writes a target document to `path` (writeText) with `mac`, the
 /// HMAC-SHA256 under `key` of its text without `mac` (no `mac` when `key` is

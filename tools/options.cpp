@@ -336,6 +336,15 @@ std::vector<OptionSpec> processOptions() {
        "time (default 1)",
        whole(1, 256, "--jobs needs a number of processes from 1 to 256",
              [](Cli& c, unsigned long long n) { c.jobs = static_cast<int>(n); })},
+      {"--heavy-jobs", "N", "TargetRunOptions::heavySlots", "process",
+       "under --jobs, at most N of a target's processes at once in the ops whose first cases are mostly "
+       "FlagGems autotuning (linear algebra, convolutions); the others go on with the next op and come back to "
+       "those left once their own are done (default 0: no cap)",
+       whole(0, 256, "--heavy-jobs needs a number of processes from 0 (no cap) to 256",
+             [](Cli& c, unsigned long long n) { c.target.heavySlots = static_cast<int>(n); }),
+       [](const SupervisorOptions& o, std::vector<std::string>& a) {
+         if (o.target.heavySlots > 0) add(a, {"--heavy-jobs", std::to_string(o.target.heavySlots)});
+       }},
       {"--devices", "LIST", "SupervisorOptions::devices", "supervisor",
        "give the processes of --jobs these GPUs in turn (e.g. 0,1: CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES "
        "per process; where those are set already, N is their N-th entry)",

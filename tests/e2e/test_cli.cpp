@@ -2,6 +2,7 @@
 // reproducers under plain python3, crash isolation and bad manifests.
 #include "core/files.h"
 #include "core/python.h"
+#include "catalog/families.h"
 #include "runner/runner.h"
 
 #include <gtest/gtest.h>
@@ -989,6 +990,132 @@ TEST(Cli, ShardsClaimEachOpOnceAndTakeTheNextWhenFree) {
   EXPECT_FALSE(t.contains("plan_mismatch")) << t.at("plan_mismatch").dump();
   for (const char* p : {"P1", "P2", "P3", "P4", "P5"})
     EXPECT_NE(result(load((narrowed / "report.json").string()), "fixture-well-behaved", p), nullptr) << p;
+  flagprop::removeTree(dir.string());
+}
+
+// --heavy-jobs N: a process that finds every slot held leaves the ops that
+// autotune heavily (mm, addmm) unclaimed, runs its other ops, and comes
+// back to the ones it left once a slot is free, their runs together and
+// marked as waited for. A slot is a POSIX lock: another process's holds,
+// its end frees it, and the second of two slots is free beside it.
+TEST(Cli, HeavyJobsLeaveTheHeavyOpsUntilASlotIsFree) {
+  EXPECT_TRUE(flagprop::opAutotunesHeavily("addmm"));
+  EXPECT_TRUE(flagprop::opAutotunesHeavily("_convolution_mode"));
+  EXPECT_FALSE(flagprop::opAutotunesHeavily("_convert_indices_from_coo_to_csr"));
+  EXPECT_FALSE(flagprop::opAutotunesHeavily("add.Tensor"));
+  const fs::path dir = fs::temp_directory_path() / ("flagprop-test-heavy-" + std::to_string(getpid()));
+  flagprop::removeTree(dir.string());
+  const std::string claims = (dir / "claims").string();
+  int toHolder[2], fromHolder[2];
+  ASSERT_EQ(pipe2(toHolder, O_CLOEXEC), 0);  // not inherited by the run's process: the holder sees the test's close
+  ASSERT_EQ(pipe2(fromHolder, O_CLOEXEC), 0);
+  const pid_t holder = fork();
+  if (holder == 0) {  // holds slot 0 until the test closes its pipe
+    close(toHolder[1]);
+    flagprop::HeavySlot slot;
+    char c = slot.tryTake(claims, 1) == 0 ? 'y' : 'n';
+    if (write(fromHolder[1], &c, 1) != 1) _exit(1);
+    while (read(toHolder[0], &c, 1) > 0) {
+    }
+    _exit(0);
+  }
+  close(toHolder[0]);
+  close(fromHolder[1]);
+  char c = 0;
+  ASSERT_EQ(read(fromHolder[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  {
+    flagprop::HeavySlot mine;
+    EXPECT_EQ(mine.tryTake(claims, 1), -1) << "slot 0 is another process's";
+    EXPECT_EQ(mine.tryTake(claims, 2), 1) << "the second of two slots is free";
+  }
+  const std::string doc = (dir / "doc.json").string();
+  std::vector<std::string> argv = {
+      FLAGPROP_BINARY,
+      "run-target",
+      "--manifest",
+      std::string(FLAGPROP_SOURCE_DIR) + "/fixtures/targets/aten-cpu-flaggems-overloads.json",
+      "--out",
+      doc,
+      "--claim-dir",
+      claims,
+      "--job",
+      "0/1",
+      "--heavy-jobs",
+      "1",
+      "--no-db",
+      "--seed",
+      "7",
+      "--cases",
+      "3",
+      "--dtype",
+      "float32",
+      "--op",
+      "mm",
+      "--op",
+      "addmm",
+      "--op",
+      "add.Tensor",
+      "--op",
+      "tanh",
+      "--property",
+      "P5"};
+  const std::string log = (dir / "run.log").string();
+  const pid_t run = fork();
+  if (run == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> a;
+    for (auto& x : argv) a.push_back(x.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  // The signal that the run is done with its other ops: their claims.
+  bool others = false;
+  for (int i = 0; i < 3000 && !others; ++i) {
+    others = fs::exists(fs::path(claims) / "add.Tensor") && fs::exists(fs::path(claims) / "tanh");
+    if (!others) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(others) << "the run never claimed its light ops";
+  EXPECT_FALSE(fs::exists(fs::path(claims) / "mm")) << "a heavy op was claimed while every slot was held";
+  EXPECT_FALSE(fs::exists(fs::path(claims) / "addmm")) << "a heavy op was claimed while every slot was held";
+  close(toHolder[1]);  // the holder ends, and its slot with it
+  int status = 0;
+  waitpid(holder, &status, 0);
+  bool ended = false;
+  for (int i = 0; i < 3000 && !ended; ++i) {
+    ended = waitpid(run, &status, WNOHANG) == run;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ended) {
+    kill(run, SIGKILL);
+    waitpid(run, &status, 0);
+  }
+  ASSERT_TRUE(ended) << "the run did not end once the slot was free";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << flagprop::readFile(log);
+  std::map<std::string, json> byOp;
+  std::vector<std::string> order;
+  const json written = load(doc);
+  for (const auto& r : written.at("results")) {
+    byOp[r.at("op")] = r;
+    order.push_back(r.at("op"));
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"add.Tensor", "tanh", "addmm", "mm"}))
+      << "the light ops first, then those left for want of a slot, in the catalog's order";
+  for (const char* op : {"mm", "addmm"}) {
+    const json slot = byOp[op].at("observations").value("heavy_slot", json());
+    EXPECT_EQ(byOp[op].at("status"), "pass") << op;
+    ASSERT_TRUE(slot.is_object()) << op << " ran without a slot";
+    EXPECT_EQ(slot.value("slot", -1), 0) << op;
+    EXPECT_TRUE(slot.value("left_first", false)) << op;
+  }
+  EXPECT_GT(byOp["addmm"].at("observations").at("heavy_slot").value("waited_s", 0.0), 0.0);
+  for (const char* op : {"add.Tensor", "tanh"}) {
+    EXPECT_EQ(byOp[op].at("status"), "pass") << op;
+    EXPECT_FALSE(byOp[op].at("observations").contains("heavy_slot")) << op;
+  }
   flagprop::removeTree(dir.string());
 }
 

@@ -294,6 +294,39 @@ class OpTeeth(unittest.TestCase):
                                 ("removed", False, False), ("code replaced", False, True)])
         self.assertIs(ops.dtype_name.__code__, real)
 
+    def test_an_op_found_clean_is_judged_again_once_the_registrations_change(self):
+        """With kernels registered beyond the baseline (FlagGems' on a GPU
+        host), an op found clean under the same registrations is not checked
+        again, but any change of them (a kernel the code under test registers
+        on the op, or on an op the judging calls, even one that replaces
+        another so that their number stays) is seen on the next case."""
+        sys.path.insert(0, os.path.join(SOURCE_DIR, "mocks"))
+        from flagprop.judging import checks
+
+        checks.baseline()
+        impls = torch.library._impls
+        added = ["aten/flagprop_probe/CUDA"]
+        impls.add(added[0])  # a kernel the judging does not run: clean
+        try:
+            seen = []
+            for step in ("clean", "clean, kept", "tanh on CPU", "clean again", "swapped for equal on Meta"):
+                if step == "tanh on CPU":
+                    added.append("aten/tanh/CPU")
+                    impls.add(added[-1])
+                if step == "clean again":
+                    impls.discard(added.pop())
+                if step == "swapped for equal on Meta":
+                    impls.discard(added.pop())
+                    added.append("aten/equal/Meta")
+                    impls.add(added[-1])
+                seen.append((step, bool(checks.tampered("tanh")), "tanh" in checks._BASELINE.get("clean", ())))
+            self.assertEqual(seen, [("clean", False, True), ("clean, kept", False, True), ("tanh on CPU", True, False),
+                                    ("clean again", False, True), ("swapped for equal on Meta", True, False)])
+        finally:
+            for key in added:
+                impls.discard(key)
+            checks.tampered("tanh")
+
     def test_out_dtypes_are_reused_only_from_the_meta_kernel(self):
         """An out= overload's out tensors take the dtypes its functional
         sibling's meta kernel gives, asked once per layout and arguments;

@@ -104,16 +104,19 @@ def tampered(op=None):
     (a standalone reproducer has no sandbox and does not)."""
     if not _BASELINE:
         return ""
-    why = _tampered(op)
     import torch
 
     impls = getattr(torch.library, "_impls", ()) or ()
-    if why or impls != _BASELINE["impls_seen"]:
+    unchanged = impls == _BASELINE["impls_seen"]
+    if not unchanged:
+        _BASELINE["impls_seen"] = set(impls)
+        _BASELINE["clean"] = set()  # the ops found clean were found so under other registrations
+    why = _tampered(op)
+    if why or not unchanged:
         # The meta kernels' answers kept from case to case (ops._META_CACHE)
         # may have been taken under what the code under test did: none
         # outlives a case that tampered, or a change of the registrations.
         ops._META_CACHE.clear()
-        _BASELINE["impls_seen"] = set(impls)
     return why
 
 
@@ -141,12 +144,21 @@ def _tampered(op):
     impls = getattr(torch.library, "_impls", ()) or ()
     if impls == _BASELINE["impls"]:  # the common case: no kernel registered or removed since the baseline
         return ""
+    # The same registrations as when this op was last found clean (``tampered``
+    # empties the set whenever they change): the same answer, without the
+    # walk over them (with FlagGems' kernels registered, most of this check's
+    # time on a GPU host).
+    clean = _BASELINE.setdefault("clean", set())
+    if base in clean:
+        return ""
     new = sorted(i for i in set(impls) - _BASELINE["impls"]
                  if i.startswith("aten/") and i.rsplit("/", 1)[-1] in _REFERENCE_KEYS
                  and i.split("/")[1].split(".")[0] in _JUDGING_OPS | {base})
     if new:
         return ("the code under test registered kernels that CPU ATen, the reference, runs (torch.library: %s): "
                 "no verdict against it can be trusted" % ", ".join(new[:3]))
+    if impls == _BASELINE["impls_seen"]:
+        clean.add(base)
     return ""
 
 

@@ -26,8 +26,9 @@ std::string opFamily(const std::string& overload) {
       if (base == p) return true;
     return false;
   };
-  if (starts({"linalg", "cholesky", "lu", "triangular_solve", "svd", "qr", "slogdet", "logdet", "det", "inverse",
-              "pinverse", "matrix_", "compute_linear_combination"}) ||
+  if ((starts({"linalg", "cholesky", "lu", "triangular_solve", "svd", "qr", "slogdet", "logdet", "det", "inverse",
+               "pinverse", "matrix_", "compute_linear_combination"}) &&
+       !starts({"detach"})) ||
       is({"mm",           "bmm",   "addmm", "addmv", "addr",  "baddbmm", "addbmm",    "matmul",
           "mv",           "dot",   "vdot",  "outer", "ger",   "kron",    "tensordot", "einsum",
           "chain_matmul", "trace", "geqrf", "orgqr", "ormqr", "cross"}))

@@ -35,8 +35,9 @@
 #          op family, and the failures, one line each
 #   all-ops-dtypes  every registered overload in the default dtypes (matrix/targets/h200-flaggems-all-dtypes.json)
 #          in $FLAGPROP_SHARDS parts (--shard, default 2) at once, $FLAGPROP_JOBS processes in all, each part
-#          within --budget $FLAGPROP_BUDGET s, merged by flagprop merge into $OUTDIR/all-dtypes; the coverage
-#          of each part and of the merge
+#          within --budget $FLAGPROP_BUDGET s, $FLAGPROP_HEAVY_JOBS heavy-op slots in all (--heavy-jobs: each
+#          part has its own claims, so each gets its share), merged by flagprop merge into $OUTDIR/all-dtypes;
+#          the coverage of each part and of the merge
 #   warm   P5 on eq.Scalar, add.Tensor, where.self, tanh, sum.dim_IntList, masked_fill.Scalar (float32,
 #          $FLAGPROP_CASES cases, default 200), cold then warm: cases/s and where the time goes
 #   ab     the warm mode's six ops warm, the Python half of $FLAGPROP_BASE (a checkout of the baseline, run
@@ -228,7 +229,7 @@ for MODE in "$@"; do
         $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs $(( ${FLAGPROP_JOBS:-16} / n )) --shard "$i/$n" \
           --budget "${FLAGPROP_BUDGET:-420}" --shrink-time "${FLAGPROP_SHRINK_TIME:-10}" \
           --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-1}" \
-          --heavy-jobs "${FLAGPROP_HEAVY_JOBS:-0}" \
+          --heavy-jobs $(( (${FLAGPROP_HEAVY_JOBS:-0} + n - 1) / n )) \
           --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all-dtypes.json \
           --report-dir "$OUTDIR/part$i" >"$OUTDIR/part$i.log" 2>&1 &
         parts+=("$OUTDIR/part$i")

@@ -99,7 +99,7 @@ class PropertyTest : public testing::Test {
     const bool first = opts_->firstPass && !deepen_ && !run_->op.empty();
     if (first) ro.shrinkSeconds = 0, ro.distinct = 1, ro.flakyReplays = 0;
     PropertyOutcome o = runProperty(*run_, ro);
-    if (heavy().slot.held() >= 0) {  // which of the --heavy-jobs slots it ran in, and how long it waited for one
+    if (slotted_) {  // which of the --heavy-jobs slots it ran in, and how long it waited for one
       o.observations["heavy_slot"] = {
           {"slot", heavy().slot.held()}, {"left_first", left_}, {"waited_s", heavy().waitedSeconds}};
     }
@@ -203,6 +203,7 @@ class PropertyTest : public testing::Test {
       h.waitedSeconds = 0;
     }
     const bool capped = opts_->heavySlots > 0 && !deepen_ && opAutotunesHeavily(op);
+    slotted_ = false;
     if (left_ && !h.left.count(op)) return false;
     if (!capped) return claimOp(dir, op, opts_->shardIndex);
     if (!left_ && h.left.count(op)) return false;  // an op's runs stay together: all in the later pass
@@ -218,7 +219,7 @@ class PropertyTest : public testing::Test {
       h.op = op;
       h.waitedSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
-    if (claimOp(dir, op, opts_->shardIndex)) return true;
+    if (claimOp(dir, op, opts_->shardIndex)) return slotted_ = true;
     h.slot.release();  // another process claimed it meanwhile
     h.op.clear();
     return false;
@@ -231,6 +232,7 @@ class PropertyTest : public testing::Test {
   const ResultSink* sink_;
   bool deepen_;
   bool left_;
+  bool slotted_ = false;  // this run holds a --heavy-jobs slot (takeOp)
   std::vector<std::string> oldReproducers_;
 };
 

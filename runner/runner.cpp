@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <algorithm>
 #include <tuple>
 #include <iostream>
@@ -264,32 +265,25 @@ int runAsTests(const std::vector<PropertyRun>& runs, TargetSession& session, jso
     testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
                           [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k); });
   }
+  // A later pass over some runs, each a test named `prefix` + its key, after the main ones.
+  auto later = [&](const char* prefix, PropertyTest::Pass pass, const std::function<bool(const PropertyRun&)>& takes) {
+    for (const auto& run : runs) {
+      if (run.op.empty() || !takes(run)) continue;
+      const PropertyRun* r = &run;
+      TargetSession* s = &session;
+      json* d = &doc;
+      const TargetRunOptions* o = &opts;
+      const ResultSink* k = &sink;
+      const std::string name = ident(prefix + run.id + "_" + run.op + "_" + run.dtype);
+      testing::RegisterTest(
+          suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+          [r, s, d, o, k, pass]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, pass); });
+    }
+  };
   if (opts.heavySlots > 0 && !opts.claimDir.empty())  // --heavy-jobs: the heavy ops left for want of a slot
-    for (const auto& run : runs) {
-      if (run.op.empty() || !opAutotunesHeavily(run.op)) continue;
-      const PropertyRun* r = &run;
-      TargetSession* s = &session;
-      json* d = &doc;
-      const TargetRunOptions* o = &opts;
-      const ResultSink* k = &sink;
-      const std::string name = ident("left_" + run.id + "_" + run.op + "_" + run.dtype);
-      testing::RegisterTest(
-          suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-          [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, PropertyTest::Pass::kLeft); });
-    }
+    later("left_", PropertyTest::Pass::kLeft, [](const PropertyRun& r) { return opAutotunesHeavily(r.op); });
   if (opts.firstPass)  // coverage before depth: the failures of the first pass, once every run had it
-    for (const auto& run : runs) {
-      if (run.op.empty()) continue;
-      const PropertyRun* r = &run;
-      TargetSession* s = &session;
-      json* d = &doc;
-      const TargetRunOptions* o = &opts;
-      const ResultSink* k = &sink;
-      const std::string name = ident("deepen_" + run.id + "_" + run.op + "_" + run.dtype);
-      testing::RegisterTest(
-          suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-          [r, s, d, o, k]() -> testing::Test* { return new PropertyTest(r, s, d, o, k, PropertyTest::Pass::kDeepen); });
-    }
+    later("deepen_", PropertyTest::Pass::kDeepen, [](const PropertyRun&) { return true; });
   const int failed = RUN_ALL_TESTS();
   PropertyTest::heavy().slot.release();  // other processes of the target may be waiting for it
   return failed;

@@ -52,6 +52,25 @@ json load(const std::string& p) {
   return json::parse(in);
 }
 
+// Starts `argv` (argv[0] a path) in a process group of its own, its stdout
+// and stderr into `log`; returns its pid.
+pid_t spawnLogged(std::vector<std::string> argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
 // The command lines of the processes (other than this one) whose command
 // line holds both `a` and `b`, read from /proc.
 std::vector<std::string> processesWhoseCommandHas(const std::string& a, const std::string& b) {
@@ -1063,17 +1082,7 @@ TEST(Cli, HeavyJobsLeaveTheHeavyOpsUntilASlotIsFree) {
       "--property",
       "P5"};
   const std::string log = (dir / "run.log").string();
-  const pid_t run = fork();
-  if (run == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> a;
-    for (auto& x : argv) a.push_back(x.data());
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
+  const pid_t run = spawnLogged(argv, log);
   // The signal that the run is done with its other ops and in its pass
   // over the ops it left: its line for tanh, the last of them.
   bool others = false;
@@ -1269,21 +1278,7 @@ pid_t startRun(const std::vector<std::string>& args, const fs::path& dir) {
   std::vector<std::string> argv = {kFp, "run"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--report-dir", dir.string()});
-  const std::string log = dir.string() + ".log";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(s.data());
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  return pid;
+  return spawnLogged(argv, dir.string() + ".log");
 }
 
 // Waits until `path` holds something (the signal that a case is in flight);

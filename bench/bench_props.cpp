@@ -126,9 +126,9 @@ void p9Calibration(int repeats) {
 void opProperty(TargetSession& ops, int cases) {
   std::printf("\nP5 numerics, %d cases per op and dtype, target %s on %s\n", cases, ops.target().name.c_str(),
               ops.target().device.c_str());
-  std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s   harness: %7s %8s %8s %6s\n", "op", "dtype", "cases/s",
-              "us/case", "reference", "device op", "harness", "compiles/100", "status", "inputs", "verdicts", "sandbox",
-              "other");
+  std::printf("%-20s %-9s %9s %10s %10s %10s %9s %14s %7s   harness: %7s %8s %8s %8s %7s %6s\n", "op", "dtype",
+              "cases/s", "us/case", "reference", "device op", "harness", "compiles/100", "status", "inputs", "verdicts",
+              "sandbox", "control", "tamper", "other");
   for (const auto& run : opRuns(ops, {findProperty("P5")}, Selection{})) {
     const auto t0 = std::chrono::steady_clock::now();
     const PropertyOutcome r = runProperty(run, benchOptions(cases));
@@ -137,11 +137,13 @@ void opProperty(TargetSession& ops, int cases) {
     const json sh = st.value("share", json::object());
     const int executed = st.value("cases_executed", 0);
     const json hs = st.value("harness_share", json::object());
-    std::printf("%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s   %16.1f%% %7.1f%% %7.1f%% %5.1f%%\n",
-                run.op.c_str(), run.dtype.c_str(), executed / sec, 1e6 * sec / std::max(executed, 1),
-                100 * sh.value("reference", 0.0), 100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
-                st.value("compilations_per_100_cases", 0.0), r.status.c_str(), 100 * hs.value("inputs", 0.0),
-                100 * hs.value("verdicts", 0.0), 100 * hs.value("sandbox", 0.0), 100 * hs.value("other", 0.0));
+    std::printf(
+        "%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s   %16.1f%% %7.1f%% %7.1f%% %7.1f%% %6.1f%% %5.1f%%\n",
+        run.op.c_str(), run.dtype.c_str(), executed / sec, 1e6 * sec / std::max(executed, 1),
+        100 * sh.value("reference", 0.0), 100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
+        st.value("compilations_per_100_cases", 0.0), r.status.c_str(), 100 * hs.value("inputs", 0.0),
+        100 * hs.value("verdicts", 0.0), 100 * hs.value("sandbox", 0.0), 100 * hs.value("control", 0.0),
+        100 * hs.value("tamper", 0.0), 100 * hs.value("other", 0.0));
   }
 }
 

@@ -194,9 +194,12 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
     const py::object op = caseJson.is_object() && caseJson.contains("op")
                               ? py::object(py::str(caseJson.value("op", "")))
                               : py::object(py::none());
+    const auto s3 = std::chrono::steady_clock::now();
     const std::string tampered = py::str(checks.attr("tampered")(op)).cast<std::string>();
     if (!tampered.empty()) throw std::runtime_error(tampered);
+    const auto s4 = std::chrono::steady_clock::now();
     out = toJson(checks.attr("judge")(k, pyTarget_, c, seen, j));
+    out["tamper_us"] = std::chrono::duration<double, std::micro>(s4 - s3).count();
     out["sandbox_reused"] = sb.reused();
     if (!sb.reused()) out["sandbox_walked"] = sb.walkedBecause();
   }

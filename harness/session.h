@@ -43,7 +43,9 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// | install2 | launch | key | op | hits | streams | timing, `caseJson` the
   /// case's JSON form, `judging` the catalog entry's judging spec (op).
   /// Returns check's result as JSON, plus `time_us` (µs, the whole call)
-  /// and `sandbox_us` (µs of it spent taking and restoring the sandbox).
+  /// `sandbox_us` (µs of it spent taking and restoring the sandbox) and
+  /// `tamper_us` (µs of it spent checking that the case left the judging's
+  /// own functions as they were: flagprop.judging.checks.tampered).
   /// Python errors propagate as py::error_already_set.
   json check(const std::string& kind, const json& caseJson, const json& judging = nullptr);
 

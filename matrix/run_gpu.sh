@@ -154,11 +154,13 @@ for t in json.load(open(sys.argv[1]))["targets"]:
         st = r["observations"].get("stats", {})
         sh, hs = st.get("share", {}), st.get("harness_share", {})
         n = st.get("cases_executed", 0)
-        print("%-20s %-6s %4d cases %7.1f cases/s %7.0f us/case  reference %4.0f%%  device op %4.0f%%  harness %4.0f%% "
-              "(inputs %3.0f%%, verdicts %3.0f%%, sandbox %3.0f%%, other %3.0f%%)  compiles/100 %.0f" % (
-              r["op"], r["status"], n, n / max(r["seconds"], 1e-9), st.get("us_per_case", 0),
+        print("%-20s %-6s %4d cases %7.1f cases/s %7.0f us/case  in cases %3.0f%%  reference %4.0f%%  device op %4.0f%%  "
+              "harness %4.0f%% (inputs %3.0f%%, verdicts %3.0f%%, sandbox %3.0f%%, control %3.0f%% [FlagGems off %3.0f%%], "
+              "tamper %3.0f%%, other %3.0f%%)  compiles/100 %.0f" % (
+              r["op"], r["status"], n, n / max(r["seconds"], 1e-9), st.get("us_per_case", 0), 100 * st.get("in_cases", 0),
               100 * sh.get("reference", 0), 100 * sh.get("device_op", 0), 100 * sh.get("harness", 0),
               100 * hs.get("inputs", 0), 100 * hs.get("verdicts", 0), 100 * hs.get("sandbox", 0),
+              100 * hs.get("control", 0), 100 * hs.get("flaggems_off", 0), 100 * hs.get("tamper", 0),
               100 * hs.get("other", 0), st.get("compilations_per_100_cases", 0)))
         sb = st.get("sandbox", {})
         print("%-20s sandbox reused its snapshot in %d cases; walked sys.modules: %s" % (

@@ -42,6 +42,7 @@ struct OpStats {
   int reused = 0;  // judged from the other property's run of the same case
   int compilations = 0;
   double referenceUs = 0, deviceUs = 0, totalUs = 0, inputsUs = 0, verdictsUs = 0, sandboxUs = 0;
+  double controlUs = 0, flagGemsOffUs = 0, tamperUs = 0;
   int sandboxReused = 0;                     // cases whose sandbox reused the last one's copies
   std::map<std::string, int> walkedBecause;  // why the others walked sys.modules
 
@@ -58,15 +59,21 @@ struct OpStats {
     deviceUs += t.value("device", 0.0);
     inputsUs += t.value("inputs", 0.0);
     verdictsUs += t.value("verdicts", 0.0);
+    controlUs += t.value("control", 0.0);
+    flagGemsOffUs += t.value("flaggems_off", 0.0);
     sandboxUs += result.value("sandbox_us", 0.0);
+    tamperUs += result.value("tamper_us", 0.0);
     totalUs += result.value("time_us", 0.0);
     if (result.value("sandbox_reused", false))
       ++sandboxReused;
     else if (result.contains("sandbox_walked"))
       ++walkedBecause[result.at("sandbox_walked").get<std::string>()];
   }
-  json toJson() const {
+  // `runSeconds`: the run's whole time (PropertyOutcome::seconds), of which
+  // `in_cases` is the share spent inside its executed cases.
+  json toJson(double runSeconds) const {
     const double t = totalUs > 0 ? totalUs : 1;
+    const double known = referenceUs + deviceUs + inputsUs + verdictsUs + sandboxUs + controlUs + tamperUs;
     return {{"cases_executed", cases},
             {"cases_reused", reused},
             {"compilations", compilations},
@@ -76,14 +83,19 @@ struct OpStats {
               {"device_op", deviceUs / t},
               {"harness", std::max(0.0, (totalUs - referenceUs - deviceUs) / t)}}},
             // Where the harness's part goes: building the inputs from their
-            // seeds, judging, the sandbox, and the rest (the C++ <-> Python
-            // round trip, RapidCheck, the in-flight record).
+            // seeds, judging, the sandbox, the stock control (and, of it,
+            // switching FlagGems off and on), the tamper check, and the rest
+            // (the C++ <-> Python round trip, device copies of the inputs).
             {"harness_share",
              {{"inputs", inputsUs / t},
               {"verdicts", verdictsUs / t},
               {"sandbox", sandboxUs / t},
-              {"other", std::max(0.0, (totalUs - referenceUs - deviceUs - inputsUs - verdictsUs - sandboxUs) / t)}}},
+              {"control", controlUs / t},
+              {"flaggems_off", flagGemsOffUs / t},
+              {"tamper", tamperUs / t},
+              {"other", std::max(0.0, (totalUs - known) / t)}}},
             {"us_per_case", cases ? totalUs / cases : 0.0},
+            {"in_cases", runSeconds > 0 ? std::min(1.0, totalUs / (1e6 * runSeconds)) : 0.0},
             // The sandbox's warm path (see core/sandbox.h): how many cases
             // reused the last snapshot, and why the others walked sys.modules.
             {"sandbox", {{"reused", sandboxReused}, {"walked", walkedBecause}}}};
@@ -366,7 +378,7 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
     return outcomeFor(run, "error", "not run: " + sp->deviceLost + "; rerun it alone with --op " + run.op);
   };
   run.finish = [stats, state](PropertyOutcome& o) {
-    o.observations["stats"] = stats->toJson();
+    o.observations["stats"] = stats->toJson(o.seconds);
     if (state->lost) o.reproduce.clear();  // the device, not this case's inputs, decided the later cases
   };
   return run;

@@ -1775,6 +1775,21 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(raises.value("reason", "").find("the stock path returns"), std::string::npos) << raises.dump();
   const json none = p5("control-no-kernel");
   EXPECT_EQ(none.value("status", ""), "fail") << none.dump();
+  // Where a case's time goes (observations.stats): the control pass is its
+  // own bucket, apart from the op and the rest, and the buckets (the tamper
+  // check too) add up to the case's whole time without overlapping.
+  for (const json* r : {&agrees, &none}) {  // (both have a control: the second's has no kernel)
+    const json st = r->value("observations", json::object()).value("stats", json::object());
+    const json sh = st.value("share", json::object()), hs = st.value("harness_share", json::object());
+    double sum = sh.value("reference", 0.0) + sh.value("device_op", 0.0);
+    for (const char* k : {"inputs", "verdicts", "sandbox", "control", "tamper", "other"}) sum += hs.value(k, 0.0);
+    EXPECT_NEAR(sum, 1.0, 1e-6) << st.dump();
+    EXPECT_GT(hs.value("tamper", 0.0), 0.0) << st.dump();
+    EXPECT_GT(st.value("in_cases", 0.0), 0.0) << st.dump();
+    EXPECT_LE(st.value("in_cases", 2.0), 1.0) << st.dump();
+    EXPECT_EQ(hs.value("flaggems_off", -1.0), 0.0) << "no FlagGems is registered here: " << st.dump();
+  }
+  EXPECT_GT(agrees.at("observations").at("stats").at("harness_share").value("control", 0.0), 0.0) << agrees.dump();
   EXPECT_EQ(none.value("reason", "").find("stock path"), std::string::npos)
       << "judged against CPU ATen: " << none.dump();
   // The stock path runs first: a case on which it loses the device is its

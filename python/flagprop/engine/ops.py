@@ -42,7 +42,7 @@ from . import facts
 
 _CODE = {}
 _SIBLINGS = {}
-_STATE = {"libs": [], "compiles": [], "hooked": False}
+_STATE = {"libs": [], "compiles": [], "hooked": False, "switch_s": 0.0}  # switch_s: in _FlagGemsOff, s
 
 
 def dtype_of(name):
@@ -374,17 +374,21 @@ class _FlagGemsOff:
     replayed into a fresh library."""
 
     def __enter__(self):
+        t0 = time.perf_counter()
         for lib in _STATE["libs"]:
             lib._destroy()
         _STATE["libs"] = []
+        _STATE["switch_s"] += time.perf_counter() - t0
         return self
 
     def __exit__(self, *exc):
+        t0 = time.perf_counter()
         _flag_gems, _funcs, recorded = _STATE["gems"]
         lib = torch.library.Library("aten", "IMPL")
         for args, kwargs in recorded:
             lib.impl(*args, **kwargs)
         _STATE["libs"].append(lib)
+        _STATE["switch_s"] += time.perf_counter() - t0
         return False
 
 
@@ -889,8 +893,10 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
     patched pass when the installer is active. Returns the observation
     ``verdicts.op_findings`` judges (it holds tensors), or ``{"discard":
     reason}`` when CPU ATen rejects the arguments. ``time_us`` gives the
-    reference and device (the op's calls and the copies of their outputs)
-    times in µs and ``compilations`` the Triton compilations. ``magnitude``:
+    reference, device (the op's calls and the copies of their outputs),
+    inputs, control (the whole control pass) and flaggems_off (the part of
+    the control spent unregistering FlagGems' kernels and registering them
+    again) times in µs and ``compilations`` the Triton compilations. ``magnitude``:
     see ``reference``."""
     compiles0 = compile_count()
     runner = Runner(target, case["op"], gates)
@@ -911,6 +917,7 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         writes.append(wrote)
     reference_s = time.perf_counter() - t0
     control = None
+    t_control, switch0 = time.perf_counter(), _STATE["switch_s"]
     if runner.control is not None:
         _stage("control")
         # The same calls on fresh copies of the inputs through the control,
@@ -924,6 +931,7 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         rejected = facts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
             return {"discard": "the stock path rejects call %d: %s" % rejected}
+    control_s, switch_s = time.perf_counter() - t_control, _STATE["switch_s"] - switch0
     op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"
     # Where the op under test is CPU ATen itself, its calls are the
     # reference's too: a process that dies or hangs there died in CPU ATen on
@@ -947,7 +955,7 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         obs["control"] = control
     obs["compilations"] = compile_count() - compiles0
     obs["time_us"] = {"reference": 1e6 * reference_s, "device": 1e6 * sum(p["device_s"] for p in passes),
-                      "inputs": 1e6 * inputs_s}
+                      "inputs": 1e6 * inputs_s, "control": 1e6 * control_s, "flaggems_off": 1e6 * switch_s}
     return obs
 
 

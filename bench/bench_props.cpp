@@ -138,7 +138,8 @@ void opProperty(TargetSession& ops, int cases) {
     const int executed = st.value("cases_executed", 0);
     const json hs = st.value("harness_share", json::object());
     std::printf(
-        "%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s   %16.1f%% %7.1f%% %7.1f%% %7.1f%% %6.1f%% %5.1f%%\n",
+        "%-20s %-9s %9.0f %10.0f %9.1f%% %9.1f%% %8.1f%% %14.1f %7s   %16.1f%% %7.1f%% %7.1f%% %7.1f%% %6.1f%% "
+        "%5.1f%%\n",
         run.op.c_str(), run.dtype.c_str(), executed / sec, 1e6 * sec / std::max(executed, 1),
         100 * sh.value("reference", 0.0), 100 * sh.value("device_op", 0.0), 100 * sh.value("harness", 0.0),
         st.value("compilations_per_100_cases", 0.0), r.status.c_str(), 100 * hs.value("inputs", 0.0),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What the stock control's switch costs per case: FlagGems' kernels
-unregistered before the stock calls and registered again after them
+"""What the stock control's switch costs: FlagGems' kernels unregistered
+before a stock call and registered again after it
 (``flagprop.engine.ops._FlagGemsOff``), as a function of how many kernels
 a process has registered.
 
@@ -16,8 +16,8 @@ uses); with torch 1.x it says so and exits 2.
 
 With ``--flaggems-src`` it registers FlagGems' kernels for the overloads of
 ``catalog/flaggems_overloads.txt`` (the first ``--ops N``, default all)
-through ``flagprop.engine.ops.setup`` on ``--device`` (default cuda:0), as
-a run of ``matrix/targets/h200-flaggems-all.json`` does in each of its
+through ``flagprop.engine.ops.setup`` (FlagGems picks its device), as a
+run of ``matrix/targets/h200-flaggems-all.json`` does in each of its
 processes. Without it, it registers a do-nothing Python kernel at the CUDA
 dispatch key for each of those overloads this torch has (nothing calls
 them: no GPU is needed), recorded and replayed as setup's registrations
@@ -26,9 +26,10 @@ are. Then it times ``--repeat`` switches (default 20) at each of the sizes
 registrations, the median ms to switch off (unregister), to switch on
 (register again) and both, and µs per registration.
 
-Every P5 / P6 case on a target with the stock control ("control":
-"stock") and FlagGems' kernels registered pays one switch off and on
-(docs/control.md); its time is the case's ``harness_share.flaggems_off``.
+Every call of a P5 / P6 case (a case makes one to three) on a target with
+the stock control ("control": "stock") and FlagGems' kernels registered
+pays one switch off and on (docs/control.md); a run reports the share of
+its cases' time these switches took as ``harness_share.flaggems_off``.
 """
 
 import argparse
@@ -51,11 +52,11 @@ def overloads(limit=None):
     return names[:limit] if limit else names
 
 
-def register_flaggems(ops, src, device, names):
+def register_flaggems(ops, src, names):
     """FlagGems' kernels for ``names`` registered by ``ops.setup``; returns
     how many registrations it recorded."""
     sys.path.insert(0, os.path.abspath(src))
-    target = {"device": device, "ops": {"kind": "aten", "enable": "flag_gems"},
+    target = {"device": "cuda:0", "ops": {"kind": "aten", "enable": "flag_gems"},
               "flag_gems": {"kind": "source", "path": src}, "installer": {"mode": "none"}}
     ops.setup(target, names)
     return len(ops._STATE["gems"][2])
@@ -98,7 +99,6 @@ def time_switches(ops, repeat):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--flaggems-src", help="FlagGems' src/ folder: its own kernels (a GPU host)")
-    p.add_argument("--device", default="cuda:0", help="the device FlagGems registers for (default cuda:0)")
     p.add_argument("--ops", type=int, default=None, help="at most this many overloads (default: all)")
     p.add_argument("--sizes", default=None, help="comma-separated registration counts to time (default 10,100,all)")
     p.add_argument("--repeat", type=int, default=20, help="switches per size (default 20)")
@@ -115,7 +115,7 @@ def main(argv=None):
     how = "FlagGems' kernels (%s)" % args.flaggems_src if args.flaggems_src else "synthetic Python kernels"
     print("switch cost: %s, torch %s, %d overloads listed" % (how, torch.__version__, len(names)))
     if args.flaggems_src:
-        total = register_flaggems(ops, args.flaggems_src, args.device, names)
+        total = register_flaggems(ops, args.flaggems_src, names)
     else:
         total = register_synthetic(ops, torch, names)
     recorded = list(ops._STATE["gems"][2])

@@ -375,20 +375,24 @@ class _FlagGemsOff:
 
     def __enter__(self):
         t0 = time.perf_counter()
-        for lib in _STATE["libs"]:
-            lib._destroy()
-        _STATE["libs"] = []
-        _STATE["switch_s"] += time.perf_counter() - t0
+        try:
+            for lib in _STATE["libs"]:
+                lib._destroy()
+            _STATE["libs"] = []
+        finally:
+            _STATE["switch_s"] += time.perf_counter() - t0
         return self
 
     def __exit__(self, *exc):
         t0 = time.perf_counter()
-        _flag_gems, _funcs, recorded = _STATE["gems"]
-        lib = torch.library.Library("aten", "IMPL")
-        for args, kwargs in recorded:
-            lib.impl(*args, **kwargs)
-        _STATE["libs"].append(lib)
-        _STATE["switch_s"] += time.perf_counter() - t0
+        try:
+            _flag_gems, _funcs, recorded = _STATE["gems"]
+            lib = torch.library.Library("aten", "IMPL")
+            for args, kwargs in recorded:
+                lib.impl(*args, **kwargs)
+            _STATE["libs"].append(lib)
+        finally:
+            _STATE["switch_s"] += time.perf_counter() - t0
         return False
 
 
@@ -911,13 +915,19 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         try:
             outs, moved, wrote = reference(case["op"], call, cpu_inputs[k], upcast, repeat, magnitude)
         except Exception as e:
-            return {"discard": "CPU ATen rejects call %d: %s" % (k, describe_exception(e))}
+            return {"discard": "CPU ATen rejects call %d: %s" % (k, describe_exception(e)),
+                    "time_us": {"inputs": 1e6 * inputs_s, "reference": 1e6 * (time.perf_counter() - t0)}}
         expected.append(outs)
         relaid.append(moved)
         writes.append(wrote)
     reference_s = time.perf_counter() - t0
     control = None
     t_control, switch0 = time.perf_counter(), _STATE["switch_s"]
+
+    def times():  # the parts timed so far (µs)
+        return {"inputs": 1e6 * inputs_s, "reference": 1e6 * reference_s,
+                "control": 1e6 * (time.perf_counter() - t_control), "flaggems_off": 1e6 * (_STATE["switch_s"] - switch0)}
+
     if runner.control is not None:
         _stage("control")
         # The same calls on fresh copies of the inputs through the control,
@@ -927,11 +937,12 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         for k, rec in enumerate(control["calls"]):
             if rec["error"] and facts.device_lost(rec["error"]):
                 return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
-                        "stock_lost": rec["error"]}
+                        "stock_lost": rec["error"], "time_us": times()}
         rejected = facts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
-            return {"discard": "the stock path rejects call %d: %s" % rejected}
-    control_s, switch_s = time.perf_counter() - t_control, _STATE["switch_s"] - switch0
+            return {"discard": "the stock path rejects call %d: %s" % rejected, "time_us": times()}
+    timed = times()
+    control_s, switch_s = timed["control"] / 1e6, timed["flaggems_off"] / 1e6
     op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"
     # Where the op under test is CPU ATen itself, its calls are the
     # reference's too: a process that dies or hangs there died in CPU ATen on

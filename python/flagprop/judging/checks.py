@@ -280,21 +280,27 @@ def findings_of(case, obs, judging):
     t0 = time.perf_counter()
     judging = verdicts.judging_for(judging, case["dtype"])
     out = verdicts.op_findings(obs, case, judging)
-    if "discard" in out:  # the control (the device's stock path) rejects the sample
-        return out
-    if out["numerics"] and judging.get("reference") == "either":
+    if "discard" not in out and out["numerics"] and judging.get("reference") == "either":
         unstable = _unstable_reference(case, obs)
         if unstable:
-            return {"discard": unstable}
-    out["compilations"] = obs["compilations"]
+            out = {"discard": unstable}
+    if "discard" not in out:  # (a discard: the control rejects the sample, or the reference is unstable)
+        out["compilations"] = obs["compilations"]
     out["time_us"] = dict(obs["time_us"], verdicts=1e6 * (time.perf_counter() - t0))
     return out
 
 
 def _observe_op(target, case, judging):
+    earlier_us = {}
     for earlier in case.get("history") or ():  # P10: the calls before it in this process, not judged
-        observe_judged(target, earlier, target["default_gates"], judging)
-    return observe_judged(target, case, target["default_gates"], judging)
+        seen = observe_judged(target, earlier, target["default_gates"], judging)
+        for part, us in (seen.get("time_us") or {}).items():
+            earlier_us[part] = earlier_us.get(part, 0.0) + us
+    obs = observe_judged(target, case, target["default_gates"], judging)
+    if earlier_us:  # their time is this case's too, in the same parts
+        mine = obs.get("time_us") or {}
+        obs["time_us"] = {part: mine.get(part, 0.0) + earlier_us.get(part, 0.0) for part in set(mine) | set(earlier_us)}
+    return obs
 
 
 def _judge_op(target, case, obs, judging):

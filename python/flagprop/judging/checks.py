@@ -22,6 +22,7 @@ would hide the branches from it and pull every observer into every
 reproducer; a new kind is one more ``if`` in each of the three.
 """
 
+import collections
 import os
 import sys
 import threading
@@ -291,15 +292,13 @@ def findings_of(case, obs, judging):
 
 
 def _observe_op(target, case, judging):
-    earlier_us = {}
+    spent = collections.Counter()  # µs per part of the earlier calls: this case's time too
     for earlier in case.get("history") or ():  # P10: the calls before it in this process, not judged
-        seen = observe_judged(target, earlier, target["default_gates"], judging)
-        for part, us in (seen.get("time_us") or {}).items():
-            earlier_us[part] = earlier_us.get(part, 0.0) + us
+        spent.update(observe_judged(target, earlier, target["default_gates"], judging).get("time_us") or {})
     obs = observe_judged(target, case, target["default_gates"], judging)
-    if earlier_us:  # their time is this case's too, in the same parts
-        mine = obs.get("time_us") or {}
-        obs["time_us"] = {part: mine.get(part, 0.0) + earlier_us.get(part, 0.0) for part in set(mine) | set(earlier_us)}
+    if spent:
+        spent.update(obs.get("time_us") or {})
+        obs["time_us"] = dict(spent)
     return obs
 
 

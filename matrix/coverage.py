@@ -3,7 +3,9 @@
 the per-target documents in targets/ when a part was stopped before it
 merged them): ops judged, excluded (with the reasons, counted), given up
 (health: most samples discarded), passing and failing, where the time went
-(per op family: run seconds, shrinking, compilations; the slowest results),
+(per op family: run seconds, shrinking, compilations; where a case's time
+went over the whole run, and in results without a compilation; the slowest
+results),
 then every failure one line each with its reproducer.
 
 Usage: matrix/coverage.py [--target NAME] REPORT_DIR...
@@ -59,6 +61,65 @@ def judged_against(r):
     return "the stock path" if "stock path" in r.get("reason", "") else "CPU ATen"
 
 
+CASE_PARTS = ("device_op", "reference")
+HARNESS_PARTS = ("control", "flaggems_off", "verdicts", "sandbox", "inputs", "tamper", "other")
+
+
+def case_split(rs):
+    """Where the executed cases of results ``rs`` spent their time, over the
+    whole run: each result's ``observations.stats`` shares weighted by its
+    cases' seconds (``us_per_case`` times ``cases_executed``). Returns
+    {"cases", "seconds" (s), "compilations", "shares": {part: fraction of
+    the cases' seconds}, "op_s_per_compilation" (s; the op's seconds in
+    results with compilations over their compilations), "uncompiled":
+    {"cases", "ms_per_case" (ms), "shares"} (the results without a
+    compilation: what a case costs once its kernels are loaded)}. The parts
+    are ``device_op`` and ``reference`` (``stats.share``) and the harness's
+    (``stats.harness_share``, docs/schemas.md): ``flaggems_off`` is part of
+    ``control``, not added to it."""
+    def empty():
+        return {"cases": 0, "us": 0.0, "parts": collections.Counter()}
+
+    every, uncompiled = empty(), empty()
+    compilations, op_us_compiling = 0, 0.0
+    for r in rs:
+        st = (r.get("observations") or {}).get("stats") or {}
+        n = st.get("cases_executed", 0)
+        if not n:
+            continue
+        us = st.get("us_per_case", 0.0) * n
+        share, harness = st.get("share") or {}, st.get("harness_share") or {}
+        for acc in (every, uncompiled) if not st.get("compilations") else (every,):
+            acc["cases"] += n
+            acc["us"] += us
+            for part in CASE_PARTS:
+                acc["parts"][part] += share.get(part, 0.0) * us
+            for part in HARNESS_PARTS:
+                acc["parts"][part] += harness.get(part, 0.0) * us
+        if st.get("compilations"):
+            compilations += st["compilations"]
+            op_us_compiling += share.get("device_op", 0.0) * us
+
+    def shares(acc):
+        return {k: v / acc["us"] for k, v in acc["parts"].items()} if acc["us"] else {}
+
+    return {"cases": every["cases"], "seconds": every["us"] / 1e6, "compilations": compilations,
+            "shares": shares(every),
+            "op_s_per_compilation": op_us_compiling / 1e6 / compilations if compilations else 0.0,
+            "uncompiled": {"cases": uncompiled["cases"],
+                           "ms_per_case": uncompiled["us"] / 1e3 / uncompiled["cases"] if uncompiled["cases"] else 0.0,
+                           "shares": shares(uncompiled)}}
+
+
+def describe_split(shares):
+    """One line of ``case_split``'s shares, in percent."""
+    if not shares:
+        return "-"
+    return "op %.0f%%, reference %.0f%%, control %.0f%% (FlagGems off %.0f%%), verdicts %.0f%%, sandbox %.0f%%, " \
+           "inputs %.0f%%, tamper %.0f%%, other %.0f%%" % tuple(
+               100 * shares.get(k, 0.0) for k in CASE_PARTS + HARNESS_PARTS)
+
+
 def work(folders, only):
     """Where the run's time went: per op family (report.json's
     coverage.by_family, over all dtypes: a part stopped before it merged its
@@ -95,6 +156,14 @@ def work(folders, only):
         for family, (ops, sec, shrink, comp, op, ref, own) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
             print("  %-28s %5d %9.1f %12.1f %12d   %.1f / %.1f / %.1f" % (family, ops, sec, shrink, comp, op, ref,
                                                                           own))
+    split = case_split(slow)
+    if split["cases"]:
+        print("a case's time over the run (%d executed cases, %.0f s, %d compilations, %.2f s of the op's time per "
+              "compilation): %s" % (split["cases"], split["seconds"], split["compilations"],
+                                    split["op_s_per_compilation"], describe_split(split["shares"])))
+        u = split["uncompiled"]
+        print("  in the %d cases of results without a compilation (%.1f ms a case): %s" % (
+            u["cases"], u["ms_per_case"], describe_split(u["shares"])))
     slow.sort(key=lambda r: -r.get("seconds", 0.0))
     for r in slow[:10]:
         o = r.get("observations") or {}

@@ -33,6 +33,9 @@
 #          before any further search), at most $FLAGPROP_HEAVY_JOBS processes at once in the linear algebra
 #          and convolution ops (--heavy-jobs, default 0: no cap); a coverage table, where the time went per
 #          op family, and the failures, one line each
+#   all-ops-kept  after all-ops: the same run again into $OUTDIR/all-kept, with the first sitting's Triton and
+#          FlagGems caches and example database kept (a second sitting), then matrix/sittings.py: the runs both
+#          executed side by side (cases, compilations, the op's seconds), where a case's time went, status changes
 #   all-ops-dtypes  every registered overload in the default dtypes (matrix/targets/h200-flaggems-all-dtypes.json)
 #          in $FLAGPROP_SHARDS parts (--shard, default 2) at once, $FLAGPROP_JOBS processes in all, each part
 #          within --budget $FLAGPROP_BUDGET s, $FLAGPROP_HEAVY_JOBS heavy-op slots in all (--heavy-jobs: each
@@ -170,6 +173,17 @@ for t in json.load(open(sys.argv[1]))["targets"]:
               "", sb.get("reused", 0), json.dumps(sb.get("walked", {}))))
 PYEOF
 }
+all_ops() {  # all_ops NAME: the all-ops run into $OUTDIR/NAME (its Triton and FlagGems caches in $OUTDIR/triton-cache)
+  t0=$SECONDS
+  $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
+    --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-3}" \
+    --heavy-jobs "${FLAGPROP_HEAVY_JOBS:-0}" \
+    --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/$1" \
+    >"$OUTDIR/$1.log" 2>&1
+  echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/$1.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/$1.log")"
+  tail -4 "$OUTDIR/$1.log"
+  $PY matrix/coverage.py "$OUTDIR/$1"
+}
 WARM_OPS=(--property P5/eq.Scalar/float32 --property P5/add.Tensor/float32 --property P5/where.self/float32
           --property P5/tanh/float32 --property P5/sum.dim_IntList/float32 --property P5/masked_fill.Scalar/float32)
 # The families whose cases were slowest on the H200, warm or cold (docs/benchmarks.md).
@@ -245,16 +259,10 @@ for MODE in "$@"; do
       tail -3 "$OUTDIR/merge.log"
       for d in "${parts[@]}" "$OUTDIR/all-dtypes"; do echo "== coverage of $d"; $PY matrix/coverage.py "$d" | head -8; done
       grep -h -E "^coverage before depth|judged alone" "$OUTDIR"/part*.log ;;
-    all-ops)
-      t0=$SECONDS
-      $FP run --seed 5 --cases "${FLAGPROP_CASES:-3}" --jobs "${FLAGPROP_JOBS:-16}" --budget "${FLAGPROP_BUDGET:-420}" \
-        --shrink-time "${FLAGPROP_SHRINK_TIME:-20}" --run-time "${FLAGPROP_RUN_TIME:-20}" --distinct "${FLAGPROP_DISTINCT:-3}" \
-        --heavy-jobs "${FLAGPROP_HEAVY_JOBS:-0}" \
-        --triton-cache "$OUTDIR/triton-cache" --manifest matrix/targets/h200-flaggems-all.json --report-dir "$OUTDIR/all" \
-        >"$OUTDIR/all.log" 2>&1
-      echo "== all-ops: exit $? in $((SECONDS - t0)) s; console $(wc -l <"$OUTDIR/all.log") lines, FlagGems warning lines on it: $(grep -c -i -E 'warning|deprecated' "$OUTDIR/all.log")"
-      tail -4 "$OUTDIR/all.log"
-      $PY matrix/coverage.py "$OUTDIR/all" ;;
+    all-ops) all_ops all ;;
+    all-ops-kept)  # after all-ops (this OUTDIR): the same run again, its caches kept; the two sittings compared
+      all_ops all-kept
+      $PY matrix/sittings.py "$OUTDIR/all" "$OUTDIR/all-kept" | head -40 ;;
     contention)
       for jobs in ${FLAGPROP_CONTENTION:-2 8}; do
         rm -rf "$OUTDIR/contention-$jobs" "$OUTDIR/contention-$jobs-cache" "$OUTDIR/contention-$jobs-flaggems"

@@ -224,9 +224,8 @@ json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEn
     // The same case with FlagGems off lost the device first: a sample that is
     // invalid on this device (or a stock fault), not a finding of the op.
     state.lost = state.stockLost = true;
-    s.deviceLost = "the stock path (the control: FlagGems off) lost the device context during " + key +
-                   ", before the op ran (" + result.at("evidence").at("stock_lost").get<std::string>().substr(0, 200) +
-                   ")";
+    s.deviceLost = std::string(kStockLostReason) + " during " + key + ", before the op ran (" +
+                   result.at("evidence").at("stock_lost").get<std::string>().substr(0, 200) + ")";
     stats.add(result, false);
     return {{"discard", s.deviceLost}};
   }
@@ -364,6 +363,10 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   run.judge = [sp, state, stats, e, key](const Case& c) { return judgeOpCase(*sp, *state, *stats, *e, key, c); };
   run.judgeAgain = [sp, state, stats, e, key](const Case& c) {
     return judgeOpCase(*sp, *state, *stats, *e, key, c, true);
+  };
+  run.stockInOpPlace = [](bool on) {
+    py::gil_scoped_acquire gil;
+    pyImport("flagprop.engine.ops").attr("_STATE")["stock_in_op_place"] = py::bool_(on);
   };
   run.distinct = 3;  // up to three distinct failures per op and dtype
   run.clockStart = [state]() {

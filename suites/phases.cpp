@@ -284,7 +284,10 @@ std::variant<json, CaseFailure> RunState::judgeOnce(const Case& c, const std::st
 }
 
 LastFailure RunState::judgeFirst(const Case& c, const std::string& sampler, const json& extra) {
-  const auto judged = judgeOnce(c, sampler, extra);
+  return failureOf(c, judgeOnce(c, sampler, extra));
+}
+
+LastFailure RunState::failureOf(const Case& c, const std::variant<json, CaseFailure>& judged) const {
   if (const auto* f = std::get_if<CaseFailure>(&judged)) return {c.value, f->evidence, f->why};
   const json& result = std::get<json>(judged);
   if (result.contains("discard") || result.contains("inactive")) return {};
@@ -363,7 +366,35 @@ std::optional<PropertyOutcome> confirmCrash(RunState& s) {
   json extra = {{"confirming_crash", crash}};
   if (before.contains("db") && before.at("db").contains("still_failing"))  // a stored example's death: still one
     extra["example"] = before.at("db").at("still_failing").value("file", std::string());
-  const LastFailure failure = s.judgeFirst(c, before.value("sampler", std::string()), extra);
+  // A lost device context is the op's only if the stock path does not lose it
+  // too where the op ran: a kernel that reads memory it does not own faults
+  // or not by what lies there, so the control, run before the op, may return
+  // where the same stock kernel in the op's place would not. Judged again,
+  // the stock path runs once more in the op's place (docs/control.md).
+  const bool lostBefore =
+      !before.contains("crash") && was.value("reason", std::string()).rfind(kDeviceLostReason, 0) == 0;
+  const bool inOpPlace = lostBefore && static_cast<bool>(s.run.stockInOpPlace);
+  if (inOpPlace) s.run.stockInOpPlace(true);
+  const auto judged = s.judgeOnce(c, before.value("sampler", std::string()), extra);  // (never throws)
+  if (inOpPlace) s.run.stockInOpPlace(false);
+  const json* result = std::get_if<json>(&judged);
+  const std::string discard = result ? result->value("discard", std::string()) : "";
+  if (lostBefore && discard.rfind(kStockLostReason, 0) == 0) {
+    PropertyOutcome& out = s.out;
+    out.observations = before;
+    for (const char* finding : {"numerics", "aliasing", "calls", "calls_raised", "kinds", "replays", "shrink"})
+      out.observations.erase(finding);        // the first judging's: no finding stands
+    out.observations["lost_case"] = c.value;  // kept for the record; no counterexample: no finding
+    out.observations["recurred"] = false;
+    out.observations["stock_lost"] = discard;
+    out.casesRun = 1;
+    out.status = "skip";
+    out.reason = "not the op's finding: the device context was lost on this case (" +
+                 was.value("reason", std::string()).substr(std::string(kDeviceLostReason).size(), 200) +
+                 "); judged again in a fresh process, with the stock path run once more in the op's place: " + discard;
+    return s.finish();
+  }
+  const LastFailure failure = s.failureOf(c, judged);
   PropertyOutcome& out = s.out;
   out.observations = before;
   out.counterexample = c.value;

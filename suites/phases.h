@@ -194,6 +194,8 @@ struct RunState {
   /// One judging of a case from an earlier process: its failure (why empty:
   /// it held or was discarded).
   LastFailure judgeFirst(const Case& c, const std::string& sampler, const json& extra);
+  /// What `judgeFirst` makes of a judging of `c` (`judgeOnce`'s answer).
+  LastFailure failureOf(const Case& c, const std::variant<json, CaseFailure>& judged) const;
   /// The source the search draws from now: "" (the generator) or the
   /// fallback's name.
   std::string sampler() const;

@@ -127,6 +127,11 @@ struct PropertyRun {
   /// what it remembers of the case (the op runs' shared observations): the
   /// flaky check's judgings. Empty: `judge` runs every case anew.
   std::function<json(const Case&)> judgeAgain;
+  /// Op runs with a control: turns on (true) or off (false) the stock
+  /// path's second pass in the op's place for the cases judged meanwhile
+  /// (flagprop.engine.ops.observe_case, docs/control.md): around the fresh
+  /// judging of a case the op lost the device context on. Empty: none.
+  std::function<void(bool)> stockInOpPlace;
   /// Checked first: an outcome that stands instead of running (a skip
   /// because the fast path is not active, an error because the device was
   /// lost), or nullopt.
@@ -216,6 +221,10 @@ bool wantsFreshJudging(const json& result);
 /// the case is kept unshrunk and the target's later runs go on in a fresh
 /// process.
 constexpr const char* kDeviceLostReason = "the device context was lost while running this case (unshrunk): ";
+
+/// How the discard of a case begins when the stock path (the control, run
+/// before the op) lost the device context on it: the op is not blamed.
+constexpr const char* kStockLostReason = "the stock path (the control: FlagGems off) lost the device context";
 
 /// Thrown by a judge to fail a case without replacing the recorded
 /// counterexample: an earlier case left the device unusable, so every later

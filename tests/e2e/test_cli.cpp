@@ -1739,13 +1739,13 @@ TEST(Cli, ASecondValuesFaultOnOtherInputsIsReportedOnItsOwn) {
 // that names CPU ATen's side; a sample the stock path rejects is a discard;
 // the op raising where the stock path returns is a finding; without a stock
 // kernel the op is judged against CPU ATen; a case on which the stock path
-// loses the device is never the op's.
+// loses the device, before the op or in its place, is never the op's.
 TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   const fs::path dir = testDir("control");
   std::string out, manifests;
-  for (const char* m :
-       {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises", "control-no-kernel",
-        "control-stock-loses-device", "control-stock-crashes", "control-op-agrees-with-cpu"})
+  for (const char* m : {"control-stock-agrees", "control-op-differs", "control-stock-rejects", "control-op-raises",
+                        "control-no-kernel", "control-stock-loses-device", "control-stock-crashes",
+                        "control-op-agrees-with-cpu", "control-stock-loses-device-in-op-place"})
     manifests += " --manifest " + kTargets + m + ".json";
   EXPECT_EQ(sh(kFp + " run --seed 3" + manifests + " --report-dir " + dir.string(), &out), 0) << out;
   const json report = load((dir / "report.json").string());
@@ -1799,6 +1799,17 @@ TEST(Cli, TheControlDecidesEachRowOfTheVerdict) {
   EXPECT_NE(lost.value("reason", "").find("lost the device context during P5/tanh/float32, before the op ran"),
             std::string::npos)
       << lost.dump();
+  // The op loses the device on a case the control returned on, and the stock
+  // path loses it in the op's place (a kernel that reads memory it does not
+  // own): judged again, with the stock path run there first, no finding.
+  const json inOpPlace = p5("control-stock-loses-device-in-op-place");
+  EXPECT_EQ(inOpPlace.value("status", ""), "skip") << inOpPlace.dump();
+  EXPECT_NE(inOpPlace.value("reason", "").find("not the op's finding"), std::string::npos) << inOpPlace.dump();
+  EXPECT_NE(inOpPlace.value("reason", "").find("the stock path run once more in the op's place"), std::string::npos)
+      << inOpPlace.dump();
+  EXPECT_TRUE(inOpPlace.value("counterexample", json()).is_null()) << inOpPlace.dump();
+  EXPECT_TRUE(inOpPlace.value("observations", json::object()).value("lost_case", json()).is_object())
+      << inOpPlace.dump();
   // The op that agrees with CPU ATen where the stock path does not follows
   // ATen's reference: information, never a finding.
   const json withCpu = p5("control-op-agrees-with-cpu");

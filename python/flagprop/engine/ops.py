@@ -42,7 +42,9 @@ from . import facts
 
 _CODE = {}
 _SIBLINGS = {}
-_STATE = {"libs": [], "compiles": [], "hooked": False, "switch_s": 0.0}  # switch_s: in _FlagGemsOff, s
+# switch_s: in _FlagGemsOff, s; stock_in_op_place: observe_case runs the stock path once more in the op's place
+# (set by the C++ harness around the fresh judging of a case the op lost the device context on)
+_STATE = {"libs": [], "compiles": [], "hooked": False, "switch_s": 0.0, "stock_in_op_place": False}
 
 
 def dtype_of(name):
@@ -941,6 +943,19 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         rejected = facts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
             return {"discard": "the stock path rejects call %d: %s" % rejected, "time_us": times()}
+        if _STATE.get("stock_in_op_place"):
+            # Judging again a case the op lost the device context on: the stock
+            # path once more, in the op's place (its inputs and outputs where
+            # the op's pass will put them, the control's still held), since a
+            # kernel that reads memory it does not own faults or not by what
+            # lies there. Its tensors are freed before the op's pass, which
+            # then gets the same memory (docs/control.md).
+            again = _run_pass(runner.control, case, cpu_inputs, device, "control in the op's place")
+            for k, rec in enumerate(again["calls"]):
+                if rec["error"] and facts.device_lost(rec["error"]):
+                    return {"discard": "the stock path lost the device context on call %d in the op's place: %s"
+                                       % (k, rec["error"]), "stock_lost": rec["error"], "time_us": times()}
+            del again
     timed = times()
     op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"
     # Where the op under test is CPU ATen itself, its calls are the

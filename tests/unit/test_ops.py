@@ -166,6 +166,40 @@ class FlagGemsOff(unittest.TestCase):
         self.assertFalse(bool((torch.tanh(torch.tensor([0.5])) == 7).any()))
 
 
+class StockPass(unittest.TestCase):
+
+    def test_a_lost_device_while_the_stock_path_copies_its_inputs_is_the_stock_path_s(self):
+        """A kernel's fault surfaces at the next synchronization: a lost device
+        context raised while the stock path's pass copies its inputs to the
+        device is the stock path's (no finding of the op), whatever the pass
+        is called; another error there is the harness's and goes up."""
+        runner = types.SimpleNamespace(control=types.SimpleNamespace(call=lambda call, tensors: (tensors[0],)))
+        case = {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [
+            {"dtype": "float32", "shape": [3], "strides": [1], "offset": 0, "storage": 3, "seed": 1,
+             "values": "normal", "how": "contiguous", "specials": []}]}]}
+        cpu = [ops.build_cpu(call) for call in case["calls"]]
+        done, lost = ops._stock_pass(runner, case, cpu, "cpu", "control", "")
+        self.assertIsNone(lost)
+        self.assertEqual(len(done["calls"]), 1)
+        real = ops.device_inputs
+        for error, lost_there in ((RuntimeError("CUDA error: an illegal memory access was encountered"), True),
+                                  (ValueError("not a device error"), False)):
+            def failing(*args, **kwargs):
+                raise error
+            ops.device_inputs = failing
+            try:
+                if lost_there:
+                    done, lost = ops._stock_pass(runner, case, cpu, "cpu", "again", " in the op's place")
+                    self.assertIsNone(done)
+                    self.assertIn("lost the device context in the op's place, copying the inputs", lost[0])
+                    self.assertIn("illegal memory access", lost[1])
+                else:
+                    with self.assertRaises(ValueError):
+                        ops._stock_pass(runner, case, cpu, "cpu", "control", "")
+            finally:
+                ops.device_inputs = real
+
+
 class OpInfo(unittest.TestCase):
 
     def test_given_values_hold_through_the_permuted_sliced_layout(self):

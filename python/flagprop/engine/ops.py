@@ -834,6 +834,27 @@ def _run_pass(runner, case, cpu_inputs, device, name):
     return {"name": name, "calls": calls, "device_s": device_s}
 
 
+def _stock_pass(runner, case, cpu_inputs, device, name, where):
+    """The stock path's pass ``name`` on ``case`` (``_run_pass`` through
+    ``runner.control``) and, where it lost the device context, (why, the
+    error) else None. A lost context that surfaces while the pass copies
+    inputs to the device is the stock path's too (a kernel's fault is
+    reported at the next synchronization); ``where`` ends the call's place
+    in ``why``."""
+    try:
+        done = _run_pass(runner.control, case, cpu_inputs, device, name)
+    except Exception as e:
+        if not facts.device_lost(str(e)):
+            raise
+        error = describe_exception(e)
+        return None, ("the stock path lost the device context%s, copying the inputs: %s" % (where, error), error)
+    for k, rec in enumerate(done["calls"]):
+        if rec["error"] and facts.device_lost(rec["error"]):
+            return done, ("the stock path lost the device context on call %d%s: %s" % (k, where, rec["error"]),
+                          rec["error"])
+    return done, None
+
+
 def _plain(t):
     """``t`` (a tensor subclass) as a plain ``torch.Tensor`` viewing the same
     data, made without calling any method of its class: the base class's
@@ -935,11 +956,9 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
         # The same calls on fresh copies of the inputs through the control,
         # first: a case on which the stock path itself loses the device is
         # never put on the op (docs/control.md).
-        control = _run_pass(runner.control, case, cpu_inputs, device, "control")
-        for k, rec in enumerate(control["calls"]):
-            if rec["error"] and facts.device_lost(rec["error"]):
-                return {"discard": "the stock path lost the device context on call %d: %s" % (k, rec["error"]),
-                        "stock_lost": rec["error"], "time_us": times()}
+        control, lost = _stock_pass(runner, case, cpu_inputs, device, "control", "")
+        if lost:
+            return {"discard": lost[0], "stock_lost": lost[1], "time_us": times()}
         rejected = facts.control_rejects({"control": control})
         if rejected:  # invalid on this device: a discard whatever the op does, so the op is not run (nor compiled)
             return {"discard": "the stock path rejects call %d: %s" % rejected, "time_us": times()}
@@ -950,11 +969,9 @@ def observe_case(target, case, gates, upcast, repeat=False, magnitude=False):
             # kernel that reads memory it does not own faults or not by what
             # lies there. Its tensors are freed before the op's pass, which
             # then gets the same memory (docs/control.md).
-            again = _run_pass(runner.control, case, cpu_inputs, device, "control in the op's place")
-            for k, rec in enumerate(again["calls"]):
-                if rec["error"] and facts.device_lost(rec["error"]):
-                    return {"discard": "the stock path lost the device context on call %d in the op's place: %s"
-                                       % (k, rec["error"]), "stock_lost": rec["error"], "time_us": times()}
+            again, lost = _stock_pass(runner, case, cpu_inputs, device, "control in the op's place", " in the op's place")
+            if lost:
+                return {"discard": lost[0], "stock_lost": lost[1], "time_us": times()}
             del again
     timed = times()
     op_is_reference = device == "cpu" and (target.get("ops") or {"kind": "aten"}).get("kind") == "aten"

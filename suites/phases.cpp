@@ -373,17 +373,38 @@ std::optional<PropertyOutcome> confirmCrash(RunState& s) {
   // the stock path runs once more in the op's place (docs/control.md).
   const bool lostBefore =
       !before.contains("crash") && was.value("reason", std::string()).rfind(kDeviceLostReason, 0) == 0;
-  const bool inOpPlace = lostBefore && static_cast<bool>(s.run.stockInOpPlace);
-  if (inOpPlace) s.run.stockInOpPlace(true);
-  const auto judged = s.judgeOnce(c, before.value("sampler", std::string()), extra);  // (never throws)
-  if (inOpPlace) s.run.stockInOpPlace(false);
+  struct InOpPlace {  // on for this judging only, however it ends
+    const PropertyRun& run;
+    const bool on;
+    InOpPlace(const PropertyRun& r, bool o) : run(r), on(o) {
+      if (on) run.stockInOpPlace(true);
+    }
+    ~InOpPlace() {
+      if (on) run.stockInOpPlace(false);
+    }
+  };
+  std::variant<json, CaseFailure> judged;
+  {
+    const InOpPlace inOpPlace(s.run, lostBefore && static_cast<bool>(s.run.stockInOpPlace));
+    judged = s.judgeOnce(c, before.value("sampler", std::string()), extra);
+  }
   const json* result = std::get_if<json>(&judged);
   const std::string discard = result ? result->value("discard", std::string()) : "";
   if (lostBefore && discard.rfind(kStockLostReason, 0) == 0) {
     PropertyOutcome& out = s.out;
     out.observations = before;
-    for (const char* finding : {"numerics", "aliasing", "calls", "calls_raised", "kinds", "replays", "shrink"})
-      out.observations.erase(finding);        // the first judging's: no finding stands
+    // The first judging's: no finding stands, no failing first pass is left
+    // to finish, and the stored example is no longer one.
+    for (const char* finding :
+         {"numerics", "aliasing", "calls", "calls_raised", "kinds", "replays", "shrink", "first_pass", "harness_error"})
+      out.observations.erase(finding);
+    if (out.observations.contains("db") && out.observations["db"].contains("still_failing")) {
+      json& db = out.observations["db"];
+      json gone = db["still_failing"];
+      gone["why"] = discard;
+      db["dropped"].push_back(gone);
+      db.erase("still_failing");
+    }
     out.observations["lost_case"] = c.value;  // kept for the record; no counterexample: no finding
     out.observations["recurred"] = false;
     out.observations["stock_lost"] = discard;
@@ -391,7 +412,8 @@ std::optional<PropertyOutcome> confirmCrash(RunState& s) {
     out.status = "skip";
     out.reason = "not the op's finding: the device context was lost on this case (" +
                  was.value("reason", std::string()).substr(std::string(kDeviceLostReason).size(), 200) +
-                 "); judged again in a fresh process, with the stock path run once more in the op's place: " + discard;
+                 "); judged again in a fresh process, the stock path first in the control's place and then once " +
+                 "more in the op's place: " + discard;
     return s.finish();
   }
   const LastFailure failure = s.failureOf(c, judged);

@@ -168,36 +168,46 @@ class FlagGemsOff(unittest.TestCase):
 
 class StockPass(unittest.TestCase):
 
-    def test_a_lost_device_while_the_stock_path_copies_its_inputs_is_the_stock_path_s(self):
-        """A kernel's fault surfaces at the next synchronization: a lost device
-        context raised while the stock path's pass copies its inputs to the
-        device is the stock path's (no finding of the op), whatever the pass
-        is called; another error there is the harness's and goes up."""
-        runner = types.SimpleNamespace(control=types.SimpleNamespace(call=lambda call, tensors: (tensors[0],)))
-        case = {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [
-            {"dtype": "float32", "shape": [3], "strides": [1], "offset": 0, "storage": 3, "seed": 1,
-             "values": "normal", "how": "contiguous", "specials": []}]}]}
-        cpu = [ops.build_cpu(call) for call in case["calls"]]
-        done, lost = ops._stock_pass(runner, case, cpu, "cpu", "control", "")
-        self.assertIsNone(lost)
+    def test_only_a_stock_call_s_own_lost_device_is_the_stock_path_s(self):
+        """The stock path's pass reports a lost device context where one of
+        its calls raised it (on the CPU the runtime's text stands for the
+        loss), naming the call's place; an error raised while the pass
+        copies inputs to the device may come from earlier work (an op's
+        history call, FlagGems' copy kernels) and goes up unchanged."""
+        lost = RuntimeError("CUDA error: an illegal memory access was encountered")
+
+        def stock(call, tensors):
+            if tensors[0].numel() > 2:
+                raise lost
+            return (tensors[0],)
+
+        runner = types.SimpleNamespace(control=types.SimpleNamespace(call=stock))
+
+        def case_of(n):
+            return {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [
+                {"dtype": "float32", "shape": [n], "strides": [1], "offset": 0, "storage": n, "seed": 1,
+                 "values": "normal", "how": "contiguous", "specials": []}]}]}
+
+        small, big = case_of(2), case_of(3)
+        done, why = ops._stock_pass(runner, small, [ops.build_cpu(c) for c in small["calls"]], "cpu", "control", "")
+        self.assertIsNone(why)
         self.assertEqual(len(done["calls"]), 1)
+        done, why = ops._stock_pass(runner, big, [ops.build_cpu(c) for c in big["calls"]], "cpu", "again",
+                                    " in the op's place")
+        self.assertIn("lost the device context on call 0 in the op's place", why[0])
+        self.assertIn("illegal memory access", why[1])
+        self.assertFalse(ops._context_usable("cpu"), "the CPU has no context: the text stands for the loss")
         real = ops.device_inputs
-        for error, lost_there in ((RuntimeError("CUDA error: an illegal memory access was encountered"), True),
-                                  (ValueError("not a device error"), False)):
-            def failing(*args, **kwargs):
-                raise error
-            ops.device_inputs = failing
-            try:
-                if lost_there:
-                    done, lost = ops._stock_pass(runner, case, cpu, "cpu", "again", " in the op's place")
-                    self.assertIsNone(done)
-                    self.assertIn("lost the device context in the op's place, copying the inputs", lost[0])
-                    self.assertIn("illegal memory access", lost[1])
-                else:
-                    with self.assertRaises(ValueError):
-                        ops._stock_pass(runner, case, cpu, "cpu", "control", "")
-            finally:
-                ops.device_inputs = real
+
+        def failing(*args, **kwargs):
+            raise lost
+
+        ops.device_inputs = failing
+        try:
+            with self.assertRaises(RuntimeError):
+                ops._stock_pass(runner, small, [ops.build_cpu(c) for c in small["calls"]], "cpu", "control", "")
+        finally:
+            ops.device_inputs = real
 
 
 class OpInfo(unittest.TestCase):

@@ -1,7 +1,7 @@
 """Tests of matrix/sittings.py and coverage.case_split on made-up report
 folders: two sittings of one run compared on the runs both executed, the
 runs only one reached, the status changes, and where a case's time went
-weighted by each result's seconds.
+weighted by each result's case seconds.
 
 Run from this folder: python3 -B -m unittest -v test_sittings.
 """
@@ -63,9 +63,10 @@ class Sittings(unittest.TestCase):
         self.assertEqual([(k, a, b) for k, a, b, _, _ in c["changed"]],
                          [("P5/mm/float32", "pass", "fail"), ("P5/sin/float32", "skip", "pass")])
 
-    def test_a_case_s_time_is_weighted_by_each_result_s_seconds(self):
-        rs = [result("P5/mm/float32", "pass", 1, 3e6, 6, 0.9, control=0.05, flaggems_off=0.02),   # 3 s
-              result("P5/tanh/float32", "pass", 100, 1e4, 0, 0.1, control=0.4, flaggems_off=0.3)]  # 1 s, no compilation
+    def test_a_case_s_time_is_weighted_by_each_result_s_case_seconds(self):
+        # (each run's seconds differ from its cases' seconds: the cases' are the weights)
+        rs = [result("P5/mm/float32", "pass", 1, 3e6, 6, 0.9, control=0.05, flaggems_off=0.02, seconds=10.0),  # 3 s
+              result("P5/tanh/float32", "pass", 100, 1e4, 0, 0.1, control=0.4, flaggems_off=0.3, seconds=2.0)]
         split = coverage.case_split(rs)
         self.assertEqual((split["cases"], split["compilations"]), (101, 6))
         self.assertAlmostEqual(split["seconds"], 4.0)

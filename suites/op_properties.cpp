@@ -197,7 +197,7 @@ std::string lostDeviceIn(const json& result) {
 
 json lostResult(const json& evidence, const std::string& why) {
   const json v = {{"pass", false}, {"reason", kDeviceLostReason + why}};
-  return {{"verdicts", {{"P5", v}, {"P6", v}}}, {"evidence", evidence}};
+  return {{"verdicts", {{"P5", v}, {"P6", v}, {"P10", v}}}, {"evidence", evidence}};
 }
 
 // Judges one case of `entry`: from the memo, or by running it; marks the

@@ -161,6 +161,31 @@ TEST(History, P10FailsOnAMemoKeyedOnTooLittleAndPassesOnWellBehavedOps) {
   flagprop::removeTree(d.string());
 }
 
+// P10's lost device is judged as P5's: the case is kept unshrunk and judged
+// again in a fresh process, where the stock path runs in the op's place too;
+// on the control model whose stock path loses the device there, it is a
+// skip, never a finding (before, P10's lost case failed with no second
+// judging at all).
+TEST(History, AP10LostDeviceIsJudgedAgainWithTheStockPathInTheOpsPlace) {
+  const fs::path d = scratch("p10-lost");
+  json m = load(kTargets + "control-stock-loses-device-in-op-place.json");
+  m["ops"]["path"] = (fs::path(kTargets) / m["ops"]["path"].get<std::string>()).lexically_normal().string();
+  m["ops"]["control"]["path"] =
+      (fs::path(kTargets) / m["ops"]["control"]["path"].get<std::string>()).lexically_normal().string();
+  m["properties"] = {"P10"};
+  flagprop::writeText((d / "m.json").string(), m.dump());
+  std::string out;
+  ASSERT_EQ(sh(kRun + " --seed 3 --manifest " + (d / "m.json").string() + " --report-dir " + (d / "r").string(), &out),
+            0)
+      << out;
+  const json r = load(d / "r/report.json").at("targets").at(0).at("results").at(0);
+  EXPECT_EQ(r.value("key", ""), "P10/tanh/float32") << r.dump();
+  EXPECT_EQ(r.value("status", ""), "skip") << r.dump();
+  EXPECT_NE(r.value("reason", "").find("not the op's finding"), std::string::npos) << r.dump();
+  EXPECT_NE(r.value("reason", "").find("in the op's place"), std::string::npos) << r.dump();
+  flagprop::removeTree(d.string());
+}
+
 // An op that removes its process's in-flight record and then crashes
 // (unlinks_inflight_then_dies): the parent holds the record open, so the
 // case is still recorded with its crash and reproducer, not lost as a death

@@ -291,10 +291,28 @@ def findings_of(case, obs, judging):
     return out
 
 
+def _op_lost(obs):
+    """The error of the first call of ``obs``'s passes of the op under test
+    that lost the device context, or ''."""
+    for p in obs.get("passes") or ():
+        for rec in p["calls"]:
+            if rec["error"] and facts.device_lost(rec["error"]):
+                return rec["error"]
+    return ""
+
+
 def _observe_op(target, case, judging):
     spent = collections.Counter()  # µs per part of the earlier calls: this case's time too
-    for earlier in case.get("history") or ():  # P10: the calls before it in this process, not judged
-        spent.update(observe_judged(target, earlier, target["default_gates"], judging).get("time_us") or {})
+    for k, earlier in enumerate(case.get("history") or ()):  # P10: the calls before it in this process, not judged
+        before = observe_judged(target, earlier, target["default_gates"], judging)
+        spent.update(before.get("time_us") or {})
+        # Not judged, but a lost device context is never dropped: the stock
+        # path's ends the case as its discard, the op's as the op's loss.
+        if "stock_lost" in before:
+            return dict(before, discard="history call %d: %s" % (k, before["discard"]), time_us=dict(spent))
+        lost = _op_lost(before)
+        if lost:
+            raise RuntimeError("the op lost the device context in history call %d: %s" % (k, lost))
     obs = observe_judged(target, case, target["default_gates"], judging)
     if spent:
         spent.update(obs.get("time_us") or {})

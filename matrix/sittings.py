@@ -31,19 +31,13 @@ def runs(folder):
 
 def totals(rs):
     """Sums over results ``rs``: cases executed, compilations, the op's
-    seconds, the cases' seconds (from ``observations.stats``) and the runs'
-    seconds (``seconds``)."""
-    out = {"cases": 0, "compilations": 0, "op_s": 0.0, "case_s": 0.0, "run_s": 0.0}
-    for r in rs:
-        st = (r.get("observations") or {}).get("stats") or {}
-        n = st.get("cases_executed", 0)
-        case_s = st.get("us_per_case", 0.0) * n / 1e6
-        out["cases"] += n
-        out["compilations"] += st.get("compilations", 0)
-        out["op_s"] += case_s * (st.get("share") or {}).get("device_op", 0.0)
-        out["case_s"] += case_s
-        out["run_s"] += r.get("seconds", 0.0)
-    return out
+    seconds, the cases' seconds (``coverage.case_split`` of their
+    ``observations.stats``) and the runs' seconds (``seconds``)."""
+    rs = list(rs)
+    split = coverage.case_split(rs)
+    return {"cases": split["cases"], "compilations": split["compilations"],
+            "op_s": split["seconds"] * split["shares"].get("device_op", 0.0), "case_s": split["seconds"],
+            "run_s": sum(r.get("seconds", 0.0) for r in rs)}
 
 
 def executed(r):

@@ -165,6 +165,63 @@ class FlagGemsOff(unittest.TestCase):
             del sys.modules["flag_gems"]
         self.assertFalse(bool((torch.tanh(torch.tensor([0.5])) == 7).any()))
 
+    @unittest.skipUnless(hasattr(torch.library.Library, "_destroy"), "a torch whose Library can be destroyed (2.x)")
+    def test_the_control_pass_copies_its_inputs_and_outputs_with_flaggems_off_in_one_switch(self):
+        """A stock control's whole pass runs with FlagGems off: the copies
+        of its inputs to the device (on the CPU: ``clone``) are the stock
+        path's, not a FlagGems ``clone`` that zeroes them, and a case of two
+        calls switches FlagGems' kernels off once, not once per call."""
+
+        def fake_tanh(x):
+            return torch.full_like(x, 7.0)
+
+        def fake_clone(x, memory_format=None):
+            return torch.zeros(x.shape, dtype=x.dtype)
+
+        def only_enable(lib, include):
+            lib.impl("tanh", fake_tanh, "CPU")
+            lib.impl("clone", fake_clone, "CPU")
+
+        fake = types.ModuleType("flag_gems")
+        fake.only_enable = only_enable
+        fake._FULL_CONFIG = (("tanh", fake_tanh), ("clone", fake_clone))
+        saved = {k: list(v) if isinstance(v, list) else v for k, v in ops._STATE.items()}
+        layout = {"dtype": "float32", "shape": [3], "strides": [1], "offset": 0, "storage": 3, "seed": 4,
+                  "values": "normal", "how": "contiguous", "specials": []}
+        case = {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [layout]}] * 2}
+        switches = []
+
+        class Counting(ops._FlagGemsOff):
+            def __enter__(self):
+                switches.append(1)
+                return super().__enter__()
+
+        real_off = ops._FlagGemsOff
+        sys.modules["flag_gems"] = fake
+        ops._FlagGemsOff = Counting
+        try:
+            target = {"ops": {"kind": "aten", "enable": "flag_gems"}, "device": "cpu"}
+            ops.setup(target, ["tanh", "clone"])
+            control = ops._ControlRunner(target, "tanh")
+            cpu = [ops.build_cpu(c) for c in case["calls"]]
+            done = ops._run_pass(control, case, cpu, "cpu", "control")
+            op_pass = ops._run_pass(types.SimpleNamespace(call=lambda call, t: (t[0].clone(),)), case, cpu, "cpu", "op")
+        finally:
+            ops._FlagGemsOff = real_off
+            for lib in ops._STATE["libs"]:
+                if lib not in saved["libs"]:
+                    lib._destroy()
+            ops._STATE.clear()
+            ops._STATE.update(saved)
+            del sys.modules["flag_gems"]
+        want = cpu[0][0].tanh()
+        self.assertEqual([rec["error"] for rec in done["calls"]], [None, None])
+        self.assertTrue(all(torch.allclose(rec["after"][0], want) for rec in done["calls"]),
+                        "the control's inputs were copied by the FlagGems clone: %s" % done["calls"][0]["after"])
+        self.assertEqual(len(switches), 1, "one switch per control pass")
+        self.assertTrue(bool((op_pass["calls"][0]["after"][0] == 0).all()),
+                        "the stand-in's clone serves the op's own pass (FlagGems on)")
+
 
 class StockPass(unittest.TestCase):
 

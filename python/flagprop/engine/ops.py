@@ -30,6 +30,7 @@ that a reproducer of another kind carries none of that module; top-level
 imports are taken into every reproducer.
 """
 
+import contextlib
 import importlib
 import os
 import sys
@@ -776,11 +777,16 @@ class _ControlRunner:
         self.fn = control_callable(target, op)
 
     def call(self, call, tensors):
-        device = torch.device(self.target["device"])
-        if self.stock and _STATE.get("gems"):
-            with _FlagGemsOff():
-                return call_op(self.fn, call, tensors, device)
-        return call_op(self.fn, call, tensors, device)
+        """Outputs (tuple of tensors) of the control on ``call`` with
+        ``tensors``; the caller holds ``scope()`` around it."""
+        return call_op(self.fn, call, tensors, torch.device(self.target["device"]))
+
+    def scope(self):
+        """The scope a control pass runs in, whole: FlagGems off for the
+        stock control (``_FlagGemsOff``), so that the copies of the inputs
+        to the device and of the outputs back are the stock path's too, not
+        FlagGems' ``copy_``; nothing for a control op file."""
+        return _FlagGemsOff() if self.stock and _STATE.get("gems") else contextlib.nullcontext()
 
 
 def _native_pointers(outs):
@@ -803,7 +809,16 @@ def _snap_input(t, source):
 
 def _run_pass(runner, case, cpu_inputs, device, name):
     """Calls the op on fresh device copies of every call's inputs, recording
-    the inputs before, the outputs and CPU copies of them right after."""
+    the inputs before, the outputs and CPU copies of them right after. A
+    runner with a ``scope`` (the control) runs the whole pass in it: one
+    switch of FlagGems' kernels per pass, not per call."""
+    scope = getattr(runner, "scope", None)
+    with scope() if scope else contextlib.nullcontext():
+        return _run_calls(runner, case, cpu_inputs, device, name)
+
+
+def _run_calls(runner, case, cpu_inputs, device, name):
+    """``_run_pass``'s calls, in the scope it chose."""
     calls, device_s = [], 0.0
     for k, call in enumerate(case["calls"]):
         sources = cpu_storages(call, cpu_inputs[k])

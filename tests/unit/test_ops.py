@@ -200,7 +200,7 @@ class FlagGemsOff(unittest.TestCase):
         sys.modules["flag_gems"] = fake
         ops._FlagGemsOff = Counting
         try:
-            target = {"ops": {"kind": "aten", "enable": "flag_gems"}, "device": "cpu"}
+            target = {"ops": {"kind": "aten", "enable": "flag_gems", "control": "stock"}, "device": "cpu"}
             ops.setup(target, ["tanh", "clone"])
             control = ops._ControlRunner(target, "tanh")
             cpu = [ops.build_cpu(c) for c in case["calls"]]

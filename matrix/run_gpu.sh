@@ -60,7 +60,7 @@
 #          overloads its --budget left not run, within --budget $FLAGPROP_BUDGET s; the merged report's
 #          coverage table. A third sitting: FLAGPROP_FROM=all-rest FLAGPROP_INTO=all-rest2
 #   sandbox-cost  the sandbox's cost per case on the CPU mocks and with FlagGems (and Triton) imported
-#   switch-cost  the stock control's switch per call of a case (FlagGems' kernels off and on again) against how many
+#   switch-cost  the stock control's switch per case (FlagGems' kernels off and on again) against how many
 #          kernels a process registered: FlagGems' own for every overload, then synthetic ones
 #          (bench/switch_cost.py)
 #   profile  after warm: the warm run again under py-spy (.carry/bin/py-spy, a static binary from PyPI's
@@ -305,7 +305,7 @@ PYEOF
     sandbox-cost)  # the sandbox's cost per case with FlagGems and Triton loaded (flagprop_bench)
       FLAGPROP_BENCH_IMPORT=flag_gems PYTHONPATH=$ROOT/.targets/FlagGems/src:$PYTHONPATH ./build-gpu/flagprop_bench 100 \
         2>&1 | grep -E "^harness" | tee "$OUTDIR/sandbox-cost.txt" ;;
-    switch-cost)  # the stock control's switch per call of a case, by registrations (bench/switch_cost.py)
+    switch-cost)  # the stock control's switch per case, by registrations (bench/switch_cost.py)
       timeout 300 $PY bench/switch_cost.py --flaggems-src .targets/FlagGems/src 2>&1 | tail -6 | tee "$OUTDIR/switch-cost.txt"
       timeout 120 $PY bench/switch_cost.py 2>&1 | tail -6 | tee -a "$OUTDIR/switch-cost.txt" ;;
     profile)  # after warm: py-spy (.carry/bin/py-spy) over the warm run again; the top functions

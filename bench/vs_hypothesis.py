@@ -23,7 +23,11 @@ cases it runs, on one device:
 
 Each of 1 and 2 runs twice, each time in a fresh process: cold (an empty
 ``TRITON_CACHE_DIR`` and ``FLAGGEMS_CACHE_DIR``, so every Triton kernel
-compiles) and warm (the same caches kept). With ``--precompile N`` the cold
+compiles) and warm (the same caches kept). flagprop runs without its
+explicit edge examples (``--explicit 0``; ``--explicit N`` gives them back):
+they are judged before its generated cases and not counted among them, so
+with them its rate would count 100 cases while it judged up to 100 + N.
+With ``--precompile N`` the cold
 flagprop run has ``--precompile N`` and each op's seconds include an equal
 part of the workers' wall time (the warm runs have none: on a warm cache the
 workers' start-up is pure cost). On the CPU the two differ only by what the first process leaves
@@ -403,12 +407,13 @@ def run_flagprop(args, binary, manifest, report_dir, env, precompile=0):
     """One ``flagprop run`` of P5 for every op of ``args`` into
     ``report_dir``. Returns {"wall_s": process wall time (s), "exit": exit
     status, "ops": {op: {"cases", "seconds" (s, the op's run in the target
-    process), "cases_per_s", "us_per_case" (µs, the Python half of a case),
+    process), "cases_per_s", "executed" (the cases judged, ``--explicit``'s
+    examples among them), "us_per_case" (µs, the Python half of a case),
     "share": {harness, reference, device_op} (fractions of us_per_case),
     "compilations", "status", "reason"}}}. Raises BenchError when no
     report.json was written."""
     cmd = [binary, "run", "--manifest", manifest, "--cases", str(args.cases), "--seed", str(args.seed),
-           "--report-dir", report_dir, "--timeout", str(args.timeout)]
+           "--report-dir", report_dir, "--timeout", str(args.timeout), "--explicit", str(args.explicit)]
     if precompile:
         cmd += ["--precompile", str(precompile)]
     for op in run_ops(args):
@@ -438,7 +443,8 @@ def run_flagprop(args, binary, manifest, report_dir, env, precompile=0):
             sec = float(x.get("seconds", 0.0)) + charge
             n = int(x.get("cases_run", 0))
             out["ops"][x.get("op")] = {"cases": n, "seconds": sec, "cases_per_s": n / sec if sec else 0.0,
-                                       "us_per_case": st.get("us_per_case"), "share": st.get("share", {}),
+                                       "executed": st.get("cases_executed"), "us_per_case": st.get("us_per_case"),
+                                       "share": st.get("share", {}),
                                        "compilations": st.get("compilations"), "status": x.get("status"),
                                        "reason": x.get("reason", "")[:300]}
     return out
@@ -640,6 +646,10 @@ def parse_args(argv):
                    help="Python with torch and Hypothesis for the Hypothesis and pytest runs (default: this one)")
     p.add_argument("--layout-palette", type=int, default=None,
                    help="flagprop's layout_palette (default 16 on a non-CPU device, off on cpu; 0: off)")
+    p.add_argument("--explicit", type=int, default=0, metavar="N",
+                   help="flagprop's explicit examples per op (its --explicit; default 0: none, as the Hypothesis "
+                        "test draws only random examples); they are judged before the counted cases, so with N > 0 "
+                        "the rates compare unlike work (the JSON's executed counts them)")
     p.add_argument("--precompile", type=int, default=0, metavar="N",
                    help="the cold flagprop run with --precompile N: N processes compile the palette's kernels "
                         "before the cases; their wall time is charged to the ops in equal parts (default 0: none)")
@@ -658,6 +668,8 @@ def parse_args(argv):
         p.error("--ops names no op")
     if a.cases < 1 or a.repeat < 1:
         p.error("--cases and --repeat must be at least 1")
+    if a.explicit < 0:
+        p.error("--explicit must be 0 (none) or more")
     if not 0 <= a.precompile <= 256:
         p.error("--precompile must be from 0 (none) to 256")
     if a.layout_palette is None:

@@ -230,7 +230,8 @@ class StockPass(unittest.TestCase):
         its calls raised it (on the CPU the runtime's text stands for the
         loss), naming the call's place; an error raised while the pass
         copies inputs to the device may come from earlier work (an op's
-        history call, FlagGems' copy kernels) and goes up unchanged."""
+        history call, a kernel whose fault surfaces at the copy) and goes
+        up unchanged."""
         lost = RuntimeError("CUDA error: an illegal memory access was encountered")
 
         def stock(call, tensors):

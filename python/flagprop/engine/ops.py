@@ -854,8 +854,9 @@ def _stock_pass(runner, case, cpu_inputs, device, name, where):
     ``runner.control``) and, where one of its calls lost the device context,
     (why, the error) else None; ``where`` ends the call's place in ``why``.
     Only a call's own error counts: one raised while the pass copies inputs
-    to the device may come from earlier work (an op's history call,
-    FlagGems' copy kernels) and goes up as before. On a GPU the loss is
+    to the device may come from earlier work (an op's history call, a
+    kernel whose fault surfaces at the copy's synchronization) and goes up
+    as before. On a GPU the loss is
     confirmed by the context itself (``_context_usable``): an error that
     names the runtime but leaves the context usable (out of memory) is no
     loss. On the CPU, whose models of the contract raise the runtime's

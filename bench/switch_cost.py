@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """What the stock control's switch costs: FlagGems' kernels unregistered
-before a stock call and registered again after it
+before the stock control's pass and registered again after it
 (``flagprop.engine.ops._FlagGemsOff``), as a function of how many kernels
 a process has registered.
 
@@ -26,9 +26,10 @@ are. Then it times ``--repeat`` switches (default 20) at each of the sizes
 registrations, the median ms to switch off (unregister), to switch on
 (register again) and both, and µs per registration.
 
-Every call of a P5 / P6 case (a case makes one to three) on a target with
-the stock control ("control": "stock") and FlagGems' kernels registered
-pays one switch off and on (docs/control.md); a run reports the share of
+Every P5 / P6 case on a target with the stock control ("control":
+"stock") and FlagGems' kernels registered pays one switch off and on for
+its control's pass, whatever its number of calls (one to three), and a
+lost device judged again in the op's place one more (docs/control.md); a run reports the share of
 its cases' time these switches took as ``harness_share.flaggems_off``.
 """
 

@@ -407,8 +407,8 @@ def run_flagprop(args, binary, manifest, report_dir, env, precompile=0):
     """One ``flagprop run`` of P5 for every op of ``args`` into
     ``report_dir``. Returns {"wall_s": process wall time (s), "exit": exit
     status, "ops": {op: {"cases", "seconds" (s, the op's run in the target
-    process), "cases_per_s", "executed" (the cases judged, ``--explicit``'s
-    examples among them), "us_per_case" (µs, the Python half of a case),
+    process), "cases_per_s", "executed" (every case run: ``--explicit``'s
+    examples and discarded draws among them), "us_per_case" (µs, the Python half of a case),
     "share": {harness, reference, device_op} (fractions of us_per_case),
     "compilations", "status", "reason"}}}. Raises BenchError when no
     report.json was written."""
@@ -668,8 +668,8 @@ def parse_args(argv):
         p.error("--ops names no op")
     if a.cases < 1 or a.repeat < 1:
         p.error("--cases and --repeat must be at least 1")
-    if a.explicit < 0:
-        p.error("--explicit must be 0 (none) or more")
+    if not 0 <= a.explicit <= 4096:
+        p.error("--explicit must be from 0 (none) to 4096 (flagprop's limit)")
     if not 0 <= a.precompile <= 256:
         p.error("--precompile must be from 0 (none) to 256")
     if a.layout_palette is None:

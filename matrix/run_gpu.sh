@@ -264,6 +264,7 @@ for MODE in "$@"; do
       all_ops all-kept
       $PY matrix/sittings.py "$OUTDIR/all" "$OUTDIR/all-kept" | head -40 ;;
     contention)
+      [ "${FLAGPROP_CONTENTION_TIMEOUT:-240}" -gt 60 ] || { echo "contention: FLAGPROP_CONTENTION_TIMEOUT must exceed 60 s"; continue; }
       for jobs in ${FLAGPROP_CONTENTION:-2 8}; do
         rm -rf "$OUTDIR/contention-$jobs" "$OUTDIR/contention-$jobs-cache" "$OUTDIR/contention-$jobs-flaggems"
         t0=$SECONDS

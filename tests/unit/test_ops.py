@@ -6,6 +6,7 @@ feed (flagprop.judging.verdicts).
 Run from this folder: python3 -B -m unittest -v test_ops (needs torch).
 """
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -168,9 +169,11 @@ class FlagGemsOff(unittest.TestCase):
     @unittest.skipUnless(hasattr(torch.library.Library, "_destroy"), "a torch whose Library can be destroyed (2.x)")
     def test_the_control_pass_copies_its_inputs_and_outputs_with_flaggems_off_in_one_switch(self):
         """A stock control's whole pass runs with FlagGems off: the copies
-        of its inputs to the device (on the CPU: ``clone``) are the stock
-        path's, not a FlagGems ``clone`` that zeroes them, and a case of two
-        calls switches FlagGems' kernels off once, not once per call."""
+        of its inputs to the device (on the CPU: ``clone``) and of its
+        outputs back (``_to_copy``) are the stock path's, not a FlagGems
+        ``clone`` that zeroes them or a ``_to_copy`` that writes -3, and a
+        case of two calls switches FlagGems' kernels off once, not once per
+        call; the op's own pass still copies through them."""
 
         def fake_tanh(x):
             return torch.full_like(x, 7.0)
@@ -178,9 +181,14 @@ class FlagGemsOff(unittest.TestCase):
         def fake_clone(x, memory_format=None):
             return torch.zeros(x.shape, dtype=x.dtype)
 
+        def fake_to_copy(x, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False,
+                         memory_format=None):
+            return torch.full(x.shape, -3.0, dtype=dtype or x.dtype)
+
         def only_enable(lib, include):
             lib.impl("tanh", fake_tanh, "CPU")
             lib.impl("clone", fake_clone, "CPU")
+            lib.impl("_to_copy", fake_to_copy, "CPU")
 
         fake = types.ModuleType("flag_gems")
         fake.only_enable = only_enable
@@ -217,10 +225,63 @@ class FlagGemsOff(unittest.TestCase):
         want = cpu[0][0].tanh()
         self.assertEqual([rec["error"] for rec in done["calls"]], [None, None])
         self.assertTrue(all(torch.allclose(rec["after"][0], want) for rec in done["calls"]),
-                        "the control's inputs were copied by the FlagGems clone: %s" % done["calls"][0]["after"])
+                        "the control's inputs or outputs were copied by the FlagGems stand-in: %s" % done["calls"][0]["after"])
         self.assertEqual(len(switches), 1, "one switch per control pass")
-        self.assertTrue(bool((op_pass["calls"][0]["after"][0] == 0).all()),
-                        "the stand-in's clone serves the op's own pass (FlagGems on)")
+        self.assertTrue(bool((op_pass["calls"][0]["inputs"][0]["tensor"] == 0).all())
+                        and bool((op_pass["calls"][0]["after"][0] == -3).all()),
+                        "the stand-in's clone and _to_copy serve the op's own pass (FlagGems on)")
+
+
+class PassScope(unittest.TestCase):
+
+    def test_a_runner_s_scope_holds_its_whole_pass_once(self):
+        """``_run_pass`` enters a runner's ``scope`` once for the whole pass:
+        the copies of every call's inputs to the device, the calls and the
+        copies of their outputs back all happen inside it (any torch; the
+        stock control's scope is ``_FlagGemsOff``, tested above on torch
+        2.x); a runner without one (the op under test) runs in none."""
+        seen, state = [], {"in": 0, "entered": 0}
+
+        @contextlib.contextmanager
+        def scope():
+            state["in"] += 1
+            state["entered"] += 1
+            try:
+                yield
+            finally:
+                state["in"] -= 1
+
+        def call(call, tensors):
+            seen.append(("call", state["in"]))
+            return (tensors[0] * 2,)
+
+        real_inputs, real_pointers = ops.device_inputs, ops._native_pointers
+
+        def inputs(*args, **kwargs):
+            seen.append(("inputs", state["in"]))
+            return real_inputs(*args, **kwargs)
+
+        def pointers(outs):  # called right after the outputs' copies back
+            seen.append(("copied back", state["in"]))
+            return real_pointers(outs)
+
+        layout = {"dtype": "float32", "shape": [2], "strides": [1], "offset": 0, "storage": 2, "seed": 3,
+                  "values": "normal", "how": "contiguous", "specials": []}
+        case = {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [layout]}] * 2}
+        cpu = [ops.build_cpu(c) for c in case["calls"]]
+        ops.device_inputs, ops._native_pointers = inputs, pointers
+        try:
+            done = ops._run_pass(types.SimpleNamespace(call=call, scope=scope), case, cpu, "cpu", "control")
+            scoped = list(seen)
+            del seen[:]
+            ops._run_pass(types.SimpleNamespace(call=call), case, cpu, "cpu", "op")
+            bare = list(seen)
+        finally:
+            ops.device_inputs, ops._native_pointers = real_inputs, real_pointers
+        self.assertEqual([rec["error"] for rec in done["calls"]], [None, None])
+        self.assertEqual(state["entered"], 1, "one scope for the pass, not one per call")
+        self.assertEqual(scoped, [("inputs", 1), ("call", 1), ("copied back", 1)] * 2)
+        self.assertEqual(bare, [("inputs", 0), ("call", 0), ("copied back", 0)] * 2)
 
 
 class StockPass(unittest.TestCase):

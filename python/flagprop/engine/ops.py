@@ -358,7 +358,7 @@ class _RecordingLibrary(torch.library.Library):
     that what FlagGems' registrar registered into it can be registered
     again, the same calls in the same order, without running the registrar
     (its device detection, its walk over FlagGems' whole op table, its
-    logging set-up): ``_FlagGemsOff`` does so around every control call."""
+    logging set-up): ``_FlagGemsOff`` does so around every control pass."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -1066,7 +1066,7 @@ def setup(target, op_names):
         lib = _RecordingLibrary("aten", "IMPL")
         flag_gems.only_enable(lib=lib, include=funcs)
         _STATE["libs"].append(lib)
-        # For the stock control: unregistered around its calls, then registered again as recorded.
+        # For the stock control: unregistered around its pass, then registered again as recorded.
         _STATE["gems"] = (flag_gems, funcs, lib.recorded)
         out["enabled"] = sorted(item[0] for item in config if len(item) >= 2 and item[0] in wanted)
     triton = sys.modules.get("triton")

@@ -126,6 +126,28 @@ class Ops(unittest.TestCase):
         self.assertEqual(ok, [[True, True], True, True, [1.0, 1.0, 1.0], True, False])
 
 
+@contextlib.contextmanager
+def stand_in_flag_gems(only_enable, config):
+    """A module ``flag_gems`` with ``only_enable`` and ``_FULL_CONFIG``
+    (``config``: (overload, function) pairs) in ``sys.modules`` for the
+    block; after it, every library ``ops.setup`` registered through it is
+    destroyed and ``ops._STATE`` is as before (torch 2.x: ``_destroy``)."""
+    fake = types.ModuleType("flag_gems")
+    fake.only_enable = only_enable
+    fake._FULL_CONFIG = config
+    saved = {k: list(v) if isinstance(v, list) else v for k, v in ops._STATE.items()}
+    sys.modules["flag_gems"] = fake
+    try:
+        yield fake
+    finally:
+        for lib in ops._STATE["libs"]:
+            if lib not in saved["libs"]:
+                lib._destroy()
+        ops._STATE.clear()
+        ops._STATE.update(saved)
+        del sys.modules["flag_gems"]
+
+
 class FlagGemsOff(unittest.TestCase):
 
     @unittest.skipUnless(hasattr(torch.library.Library, "_destroy"), "a torch whose Library can be destroyed (2.x)")
@@ -143,12 +165,7 @@ class FlagGemsOff(unittest.TestCase):
             calls.append(list(include))
             lib.impl("tanh", fake_tanh, "CPU")
 
-        fake = types.ModuleType("flag_gems")
-        fake.only_enable = only_enable
-        fake._FULL_CONFIG = (("tanh", fake_tanh),)
-        saved = {k: list(v) if isinstance(v, list) else v for k, v in ops._STATE.items()}
-        sys.modules["flag_gems"] = fake
-        try:
+        with stand_in_flag_gems(only_enable, (("tanh", fake_tanh),)):
             ops.setup({"ops": {"kind": "aten", "enable": "flag_gems"}}, ["tanh"])
             x = torch.tensor([0.5, -1.0])
             self.assertTrue(bool((torch.tanh(x) == 7).all()))
@@ -157,13 +174,6 @@ class FlagGemsOff(unittest.TestCase):
                     self.assertTrue(torch.allclose(torch.tanh(x), torch.tensor([0.5, -1.0]).double().tanh().float()))
                 self.assertTrue(bool((torch.tanh(x) == 7).all()))
             self.assertEqual(calls, [["fake_tanh"]])
-        finally:
-            for lib in ops._STATE["libs"]:
-                if lib not in saved["libs"]:
-                    lib._destroy()
-            ops._STATE.clear()
-            ops._STATE.update(saved)
-            del sys.modules["flag_gems"]
         self.assertFalse(bool((torch.tanh(torch.tensor([0.5])) == 7).any()))
 
     @unittest.skipUnless(hasattr(torch.library.Library, "_destroy"), "a torch whose Library can be destroyed (2.x)")
@@ -190,10 +200,6 @@ class FlagGemsOff(unittest.TestCase):
             lib.impl("clone", fake_clone, "CPU")
             lib.impl("_to_copy", fake_to_copy, "CPU")
 
-        fake = types.ModuleType("flag_gems")
-        fake.only_enable = only_enable
-        fake._FULL_CONFIG = (("tanh", fake_tanh), ("clone", fake_clone))
-        saved = {k: list(v) if isinstance(v, list) else v for k, v in ops._STATE.items()}
         layout = {"dtype": "float32", "shape": [3], "strides": [1], "offset": 0, "storage": 3, "seed": 4,
                   "values": "normal", "how": "contiguous", "specials": []}
         case = {"op": "tanh", "calls": [{"args": [{"tensor": 0}], "tensors": [layout]}] * 2}
@@ -205,23 +211,18 @@ class FlagGemsOff(unittest.TestCase):
                 return super().__enter__()
 
         real_off = ops._FlagGemsOff
-        sys.modules["flag_gems"] = fake
         ops._FlagGemsOff = Counting
         try:
-            target = {"ops": {"kind": "aten", "enable": "flag_gems", "control": "stock"}, "device": "cpu"}
-            ops.setup(target, ["tanh", "clone"])
-            control = ops._ControlRunner(target, "tanh")
-            cpu = [ops.build_cpu(c) for c in case["calls"]]
-            done = ops._run_pass(control, case, cpu, "cpu", "control")
-            op_pass = ops._run_pass(types.SimpleNamespace(call=lambda call, t: (t[0].clone(),)), case, cpu, "cpu", "op")
+            with stand_in_flag_gems(only_enable, (("tanh", fake_tanh), ("clone", fake_clone))):
+                target = {"ops": {"kind": "aten", "enable": "flag_gems", "control": "stock"}, "device": "cpu"}
+                ops.setup(target, ["tanh", "clone"])
+                control = ops._ControlRunner(target, "tanh")
+                cpu = [ops.build_cpu(c) for c in case["calls"]]
+                done = ops._run_pass(control, case, cpu, "cpu", "control")
+                op_pass = ops._run_pass(types.SimpleNamespace(call=lambda call, t: (t[0].clone(),)), case, cpu, "cpu",
+                                        "op")
         finally:
             ops._FlagGemsOff = real_off
-            for lib in ops._STATE["libs"]:
-                if lib not in saved["libs"]:
-                    lib._destroy()
-            ops._STATE.clear()
-            ops._STATE.update(saved)
-            del sys.modules["flag_gems"]
         want = cpu[0][0].tanh()
         self.assertEqual([rec["error"] for rec in done["calls"]], [None, None])
         self.assertTrue(all(torch.allclose(rec["after"][0], want) for rec in done["calls"]),

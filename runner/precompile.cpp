@@ -171,7 +171,7 @@ json precompile(const TargetSession& session, const std::vector<PropertyRun>& ru
   if (opts.workers <= 0) return nullptr;
   std::vector<json> cases;
   try {
-    cases = precompileCases(session.target(), runs);
+    cases = precompileCases(session.target(), runs, opts.run);
   } catch (const std::exception&) {
     return nullptr;
   }

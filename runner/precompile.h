@@ -1,6 +1,6 @@
 // Compiling a target's kernels ahead, in parallel: worker processes launch
-// the op under test on the calls its op runs will make most (its layout
-// palette), so that Triton's on-disk cache holds their specializations
+// the op under test on the calls its op runs will make first and most (its
+// explicit examples, its layout palette), so that Triton's on-disk cache holds their specializations
 // before the target's first case.
 #pragma once
 
@@ -23,12 +23,15 @@ struct PrecompileOptions {
   int workers = 0;          ///< worker processes; 0: do nothing
   int caseSeconds = 300;    ///< one call's time limit in s (a worker stuck longer is stopped); 0: none
   int totalSeconds = 3600;  ///< every worker is stopped after this many s (run-target: a quarter of its --timeout)
+  /// The runs' own options (--seed, --max-size, --explicit): the explicit
+  /// examples are drawn as the runs will draw them (precompileCases).
+  RunOptions run;
 };
 
 /// Runs `opts.workers` processes (at most one per call and per core of the
 /// host) of `python3 -m flagprop.engine.precompile` (the
 /// Python flagprop embeds, FLAGPROP_PYTHON_EXE) over precompileCases(target,
-/// runs), each taking every workers-th call, and waits for all of them. They
+/// runs, opts.run), each taking every workers-th call, and waits for all of them. They
 /// inherit this process's environment (TRITON_CACHE_DIR, the visible
 /// devices), so they fill the same caches the runs then read. Nothing they
 /// do is a finding: a call that raises or a worker that dies only means a

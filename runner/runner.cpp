@@ -596,7 +596,7 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
                             std::to_string(opts.precompileWorkers) + " processes");
     }
     const json pre = precompile(*session, opts.claimDir.empty() ? runs : precompiled,
-                                {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds});
+                                {opts.precompileWorkers, opts.precompileCaseSeconds, opts.precompileSeconds, opts.run});
     if (!pre.is_null()) {
       doc["precompile"] = pre;
       if (opts.verbose)

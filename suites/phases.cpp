@@ -731,25 +731,68 @@ uint64_t exampleSeed(uint64_t seed, const std::string& name) {
   return seed ^ (std::hash<std::string>{}(name)*0x9e3779b97f4a7c15ull);
 }
 
-}  // namespace
-
-std::optional<Found> explicitExamples(RunState& s) {
-  if (!s.run.examples) return std::nullopt;
-  if (!s.clock.start) s.clock.start = s.run.clockStart ? s.run.clockStart() : s.t0;
-  auto examples = s.run.examples();
-  json crashed = json::array();
-  for (const auto& name : s.run.skipExamples) {
+// The examples the explicit phase judges: run.examples() less those an
+// earlier process's reference crashed on ("*": all), at most `most` (-1: all).
+std::vector<PropertyRun::Example> examplesToJudge(const PropertyRun& run, int most, json* crashed) {
+  auto examples = run.examples();
+  for (const auto& name : run.skipExamples) {
     if (name == "*") {  // none at all
       examples.clear();
       continue;
     }
-    crashed.push_back(name);
+    if (crashed) crashed->push_back(name);
     examples.erase(
         std::remove_if(examples.begin(), examples.end(), [&](const PropertyRun::Example& x) { return x.name == name; }),
         examples.end());
   }
-  if (s.opts.explicitCases >= 0 && static_cast<int>(examples.size()) > s.opts.explicitCases)
-    examples.erase(examples.begin() + s.opts.explicitCases, examples.end());
+  if (most >= 0 && static_cast<int>(examples.size()) > most) examples.erase(examples.begin() + most, examples.end());
+  return examples;
+}
+
+// A RapidCheck listener that hears nothing.
+struct Deaf : rc::detail::TestListener {
+  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+}  // namespace
+
+std::vector<json> explicitFirstDraws(const PropertyRun& run, const RunOptions& opts) {
+  std::vector<json> out;
+  if (!run.examples || opts.explicitCases == 0) return out;
+  const uint64_t seed = opts.seed ? opts.seed : freshSeed();
+  for (const auto& ex : examplesToJudge(run, opts.explicitCases, nullptr)) {
+    // As the explicit phase's searchOnce: one success, its seed and size
+    // bound; the property draws the case first, as judgeGenerated does.
+    rc::detail::TestParams params;
+    params.maxSuccess = 1;
+    params.maxSize = opts.maxSize;
+    params.maxDiscardRatio = 3;
+    params.seed = exampleSeed(seed, ex.name);
+    rc::detail::TestMetadata md;
+    md.id = run.id + "|" + kExplicit + ex.name;
+    std::optional<json> drawn;
+    const rc::Gen<Case> gen = ex.cases;
+    Deaf deaf;
+    try {
+      rc::detail::checkProperty(rc::detail::toProperty([&] {
+                                  const Case c = *gen;
+                                  if (!drawn) drawn = c.value;
+                                }),
+                                md, params, deaf);
+    } catch (const std::exception&) {  // a generator that cannot draw here: nothing to compile ahead
+    }
+    if (drawn) out.push_back(std::move(*drawn));
+  }
+  return out;
+}
+
+std::optional<Found> explicitExamples(RunState& s) {
+  if (!s.run.examples) return std::nullopt;
+  if (!s.clock.start) s.clock.start = s.run.clockStart ? s.run.clockStart() : s.t0;
+  json crashed = json::array();
+  const auto examples = examplesToJudge(s.run, s.opts.explicitCases, &crashed);
   const rc::Gen<Case> generator = s.generator;
   const std::string id = s.md.id;
   const auto params = s.params;

@@ -266,6 +266,19 @@ constexpr const char* kExplicit = "explicit:";
 /// "failed"?}; the search's own generator and run key are put back.
 std::optional<Found> explicitExamples(RunState& s);
 
+/// The case each explicit example of `run` is first judged on, drawn as the
+/// explicit phase draws it: the same example list (less skipExamples, at
+/// most opts.explicitCases), the same per-example seed from opts.seed and
+/// the same RapidCheck parameters, so that the first draw is the very case
+/// the phase judges first (a draw the reference rejects is followed by
+/// others, which this does not give). With opts.seed 0 every run draws a
+/// seed of its own, so these are cases of the same kinds, not the same
+/// cases. For compiling ahead (precompileCases). Each value is a case's
+/// JSON (Case::value), in the examples' order. Empty when the run has no
+/// examples or opts.explicitCases is 0; an example whose generator throws
+/// is left out. Throws what run.examples() throws.
+std::vector<json> explicitFirstDraws(const PropertyRun& run, const RunOptions& opts);
+
 /// Replay: the explicit example a reproduce string names ("KEY|explicit:NAME"),
 /// drawn from (generator and run key); false when it names none or the run
 /// has no such example (`why` says which).

@@ -802,9 +802,8 @@ fs::path callLogTarget(const std::string& name, const json& faults, const json& 
 }
 
 // `flagprop run --precompile WORKERS --seed 3 --explicit 0` on
-// callLogTarget's `dir`, its report in dir/r (no explicit examples: they are
-// drawn apart from the layout palette the workers compile). Returns the exit
-// status.
+// callLogTarget's `dir`, its report in dir/r (no explicit examples: the
+// workers launch the palette alone). Returns the exit status.
 int runPrecompile(const fs::path& dir, int workers, std::string* out) {
   return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) +
                 " --seed 3 --explicit 0 --manifest " + (dir / "m.json").string() + " --report-dir " +
@@ -870,6 +869,51 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
   std::ifstream again(log);
   for (std::string line; std::getline(again, line);) EXPECT_EQ(line.rfind("run ", 0), 0u) << line;
   EXPECT_EQ(sh(fp + " run --precompile x --manifest " + (dir / "m.json").string(), &out), 2) << out;
+  flagprop::removeTree(dir.string());
+}
+
+// --precompile N with explicit examples: the workers launch each explicit
+// example's first draw too (the same seed, so the very call the run then
+// judges first), before the palette. A cold run would otherwise compile
+// those shapes (0-d, empty, 65,537 rows) one after another in the target
+// process before its first generated case.
+TEST(Cli, PrecompileWorkersLaunchTheExplicitExamplesTheRunJudgesFirst) {
+  if (std::thread::hardware_concurrency() < 2)
+    GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
+  const fs::path dir = callLogTarget("precompile-explicit", json::array(), {"tanh", "add.Tensor"}, 4, 2);
+  const std::string log = (dir / "calls.txt").string();
+  std::string out;
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --precompile 2 --seed 3 --explicit 6 --manifest " +
+                   (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
+               &out),
+            0)
+      << out;
+  const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
+  ASSERT_TRUE(t.contains("precompile")) << t.dump();
+  const json& pre = t.at("precompile");
+  EXPECT_GT(pre.value("cases", 0), 8) << "the palettes' 8 calls and the explicit examples': " << pre.dump();
+  EXPECT_EQ(pre.value("ran", 0), pre.value("cases", 0)) << pre.dump();
+  std::map<std::string, int> judged;  // op -> explicit examples its P5 run judged
+  for (const auto& r : t.at("results"))
+    judged[r.value("op", "")] = r.at("observations").at("explicit").value("judged", 0);
+  // The run's calls per op, in order (the log line after "who": the op, then its first tensor's layout).
+  std::set<std::string> precompiled;
+  std::map<std::string, std::vector<std::string>> runCalls;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const std::string who = line.substr(0, line.find(' ')), call = line.substr(line.find(' ') + 1);
+    if (who == "run")
+      runCalls[call.substr(0, call.find(' '))].push_back(call);
+    else
+      precompiled.insert(call);
+  }
+  for (const std::string op : {"tanh", "add.Tensor"}) {
+    ASSERT_GE(judged[op], 3) << op << ": " << t.dump();
+    ASSERT_GE(static_cast<int>(runCalls[op].size()), judged[op]) << op;
+    for (int k = 0; k < judged[op]; ++k)
+      EXPECT_EQ(precompiled.count(runCalls[op][k]), 1u)
+          << op << ": explicit example " << k << "'s call " << runCalls[op][k] << " was not launched ahead";
+  }
   flagprop::removeTree(dir.string());
 }
 
@@ -1142,7 +1186,7 @@ TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
     GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const fs::path dir = callLogTarget("precompile-jobs", json::array(), {"tanh", "add.Tensor"}, 4, 6);
   std::string out;
-  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --jobs 2 --precompile 2 --seed 3 --manifest " +
+  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --jobs 2 --precompile 2 --seed 3 --explicit 0 --manifest " +
                    (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
                &out),
             0)

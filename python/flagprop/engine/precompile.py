@@ -1,6 +1,7 @@
 """flagprop's pre-compile worker: launches the op under test on a target's
-palette calls in a process of its own, so that Triton compiles their
-specializations into its on-disk cache before the target's cases run.
+explicit examples and palette calls in a process of its own, so that Triton
+compiles their specializations into its on-disk cache before the target's
+cases run.
 
 Triton compiles one kernel specialization at a time in a process, and a cold
 run spends most of its time there. ``flagprop run --precompile N`` starts N

@@ -6,6 +6,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/examples.h"
+#include "catalog/families.h"
 #include "catalog/opinfo_sampler.h"
 #include "suites/phases.h"
 #include "suites/registry.h"
@@ -572,9 +573,14 @@ std::vector<json> precompileCases(const Target& t, const std::vector<PropertyRun
     // First the explicit examples, which the runs judge first: each is a
     // shape of its own (0-d, empty, 65,537 rows, OpInfo's samples), so in a
     // cold run they compile one after another before any generated case.
+    // Not for the ops that autotune heavily: their cost is benchmarking
+    // configs on the one device, which workers at once do not speed up (on
+    // an H100, 14 workers on addmm, addbmm and conv2d each spent over 37 s
+    // on a call, were stopped with nothing kept, and the run then judged
+    // nothing within its --budget; docs/benchmarks.md).
     std::vector<json> drawn;
     try {
-      drawn = phases::explicitFirstDraws(r, opts);
+      if (!opAutotunesHeavily(r.op)) drawn = phases::explicitFirstDraws(r, opts);
     } catch (const std::exception&) {  // examples that cannot be built here: they compile as they come
     }
     for (const auto& c : drawn)

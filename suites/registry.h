@@ -164,7 +164,8 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
 /// ahead (runner/precompile.h): for each op and dtype with an op run (in
 /// run order, each once), first the call of each explicit example's first
 /// draw under `opts` (phases::explicitFirstDraws: with a fixed --seed the
-/// very calls the explicit phase judges first), then one case per call of
+/// very calls the explicit phase judges first; none for the ops that
+/// autotune heavily, opAutotunesHeavily), then one case per call of
 /// the target's layout palette (buildPalette), or without a palette
 /// kFreePrecompileCalls calls drawn by the op's sampler at sizes spread
 /// over RapidCheck's 0..100 (a function of the op and dtype). Each case is

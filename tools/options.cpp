@@ -392,11 +392,11 @@ std::vector<OptionSpec> processOptions() {
        },
        nullptr, false, true},
       {"--precompile", "N", "TargetRunOptions::precompileWorkers", "process",
-       "before a target's first op case, N processes launch its op on its explicit examples' first draws and "
-       "the layout palette's calls (16 sampled calls per op and dtype without a palette), so that Triton compiles "
-       "those kernels N at a time into the "
-       "cache the run then reads (at most one per core; under --jobs, N over the target's processes, each at "
-       "least one; default 0: none; the report's precompile says what they did)",
+       "before a target's first op case, N processes launch its op on its explicit examples' first draws (not "
+       "for the ops that autotune heavily) and the layout palette's calls (16 sampled calls per op and dtype "
+       "without a palette), so that Triton compiles those kernels N at a time into the cache the run then reads "
+       "(at most one per core; under --jobs, N over the target's processes, each at least one; default 0: none; "
+       "the report's precompile says what they did)",
        whole(0, 256, "--precompile needs a number of processes from 0 (none) to 256",
              [](Cli& c, unsigned long long n) { c.target.precompileWorkers = static_cast<int>(n); }),
        [](const SupervisorOptions& o, std::vector<std::string>& a) {

@@ -432,7 +432,8 @@ def run_flagprop(args, binary, manifest, report_dir, env, precompile=0):
         if t.get("status") not in (None, "ok"):
             raise BenchError("flagprop target error: %s" % t.get("error"))
         # --precompile's workers compiled every op's palette (the same number of
-        # calls per op) before the runs: each op is charged an equal part.
+        # calls per op; with --explicit N also up to N example draws per op)
+        # before the runs: each op is charged an equal part.
         pre = t.get("precompile") or {}
         p5 = [x for x in t.get("results", []) if x.get("property") == "P5"]
         charge = float(pre.get("seconds", 0.0)) / max(len(p5), 1)
@@ -652,7 +653,8 @@ def parse_args(argv):
                         "the rates compare unlike work (the JSON's executed counts them)")
     p.add_argument("--precompile", type=int, default=0, metavar="N",
                    help="the cold flagprop run with --precompile N: N processes compile the palette's kernels "
-                        "before the cases; their wall time is charged to the ops in equal parts (default 0: none)")
+                        "(and with --explicit, the examples') before the cases; their wall time is charged to the "
+                        "ops in equal parts (default 0: none)")
     p.add_argument("--repeat", type=int, default=1,
                    help="warm runs of each; the table gives each op's median (default 1)")
     p.add_argument("--warmup-op", default="relu",

@@ -578,7 +578,7 @@ json runTarget(const std::string& manifest, const TargetRunOptions& opts, const 
     if (!why.empty()) return targetError(doc, why);
   }
   if (!opts.docPath.empty()) writeTargetDocument(opts.docPath, doc, opts.docKey);
-  std::vector<PropertyRun> precompiled;  // this shard's share of the palettes (all runs without claims)
+  std::vector<PropertyRun> precompiled;  // this shard's share of the ops to compile ahead (all runs without claims)
   if (!opts.claimDir.empty()) {
     takeCostliestFirst(runs);
     std::map<std::string, size_t> index;  // op -> its place among the ops

@@ -413,7 +413,7 @@ json mergeShards(std::vector<json> shards) {
     for (const auto& r : s.value("results", json::array())) doc["results"].push_back(r);
     for (const char* k : {"crashes", "left_running"})
       for (const auto& x : s.value(k, json::array())) doc[k].push_back(x);
-    if (s.contains("precompile")) {  // each shard's workers compiled its own ops' palettes
+    if (s.contains("precompile")) {  // each shard's workers compiled its own ops' examples and palettes
       if (!doc.contains("precompile"))
         doc["precompile"] = s.at("precompile");
       else

@@ -575,9 +575,9 @@ std::vector<json> precompileCases(const Target& t, const std::vector<PropertyRun
     // cold run they compile one after another before any generated case.
     // Not for the ops that autotune heavily: their cost is benchmarking
     // configs on the one device, which workers at once do not speed up (on
-    // an H100, 14 workers on addmm, addbmm and conv2d each spent over 37 s
-    // on a call, were stopped with nothing kept, and the run then judged
-    // nothing within its --budget; docs/benchmarks.md).
+    // an H100, 14 workers on addmm, addbmm and conv2d were each still on
+    // their first to seventh call when stopped at 37 s, nothing kept, and
+    // the run then judged nothing within its --budget; bench/README.md).
     std::vector<json> drawn;
     try {
       if (!opAutotunesHeavily(r.op)) drawn = phases::explicitFirstDraws(r, opts);

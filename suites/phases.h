@@ -271,9 +271,9 @@ std::optional<Found> explicitExamples(RunState& s);
 /// most opts.explicitCases), the same per-example seed from opts.seed and
 /// the same RapidCheck parameters, so that the first draw is the very case
 /// the phase judges first (a draw the reference rejects is followed by
-/// others, which this does not give). With opts.seed 0 every run draws a
-/// seed of its own, so these are cases of the same kinds, not the same
-/// cases. For compiling ahead (precompileCases). Each value is a case's
+/// others, which this does not give). With opts.seed 0 (never from
+/// `flagprop run`, which fixes one) every run draws a seed of its own, so
+/// these are cases of the same kinds, not the same cases. For compiling ahead (precompileCases). Each value is a case's
 /// JSON (Case::value), in the examples' order. Empty when the run has no
 /// examples or opts.explicitCases is 0; an example whose generator throws
 /// is left out. Throws what run.examples() throws.

@@ -163,16 +163,17 @@ std::vector<PropertyRun> opRuns(TargetSession& session, const std::vector<const 
 /// The calls `runs`' op runs will launch most, for compiling their kernels
 /// ahead (runner/precompile.h): for each op and dtype with an op run (in
 /// run order, each once), first the call of each explicit example's first
-/// draw under `opts` (phases::explicitFirstDraws: with a fixed --seed the
-/// very calls the explicit phase judges first; none for the ops that
+/// draw under `opts` (phases::explicitFirstDraws: with opts.seed set, as
+/// `flagprop run` always sets it, the very calls the explicit phase judges
+/// first; none for the ops that
 /// autotune heavily, opAutotunesHeavily), then one case per call of
 /// the target's layout palette (buildPalette), or without a palette
 /// kFreePrecompileCalls calls drawn by the op's sampler at sizes spread
 /// over RapidCheck's 0..100 (a function of the op and dtype). Each case is
 /// a P5 case's JSON with one call. Ops flagprop cannot sample (excluded
-/// overloads) and calls that cannot be drawn are left out. Building the
-/// examples may fetch the op's OpInfo samples (the bank), as the runs'
-/// explicit phase would.
+/// overloads) and calls or examples that cannot be drawn are left out.
+/// Building the examples may fetch the op's OpInfo samples (the bank), as
+/// the runs' explicit phase would. Throws nothing of its own.
 std::vector<json> precompileCases(const Target& t, const std::vector<PropertyRun>& runs, const RunOptions& opts);
 
 /// Calls per op and dtype that precompileCases draws where the target has

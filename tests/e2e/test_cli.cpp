@@ -877,7 +877,11 @@ TEST(Cli, PrecompileWorkersLaunchThePaletteBeforeTheRun) {
 // judges first), before the palette. A cold run would otherwise compile
 // those shapes (0-d, empty, 65,537 rows) one after another in the target
 // process before its first generated case. An op that autotunes heavily
-// (mm) gets its palette alone.
+// (mm) gets its palette alone. The call log names the op and its first
+// tensor's shape, strides and storage offset: each of the run's first calls
+// of an op (one per explicit example judged; none here is rejected and
+// drawn again) must be among the workers' calls, which a draw with another
+// seed, or none, fails (0-d offsets and sizes are drawn).
 TEST(Cli, PrecompileWorkersLaunchTheExplicitExamplesTheRunJudgesFirst) {
   if (std::thread::hardware_concurrency() < 2)
     GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";

@@ -20,6 +20,10 @@ if [ -n "$missing" ]; then
   $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing >/dev/null
 fi
 if [ ! -f build/build.ninja ]; then
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  # -g1 (line tables: backtraces and reports keep file and line) instead of
+  # RelWithDebInfo's -g: a translation unit compiles in about 34 s here
+  # against 44 s (targets/manifest.cpp, 2 cores). A debugging build passes
+  # its own flags to cmake.
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 fi
 cmake --build build -j"$(nproc)"

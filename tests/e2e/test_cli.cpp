@@ -801,13 +801,13 @@ fs::path callLogTarget(const std::string& name, const json& faults, const json& 
   return dir;
 }
 
-// `flagprop run --precompile WORKERS --seed 3 --explicit 0` on
-// callLogTarget's `dir`, its report in dir/r (no explicit examples: the
-// workers launch the palette alone). Returns the exit status.
-int runPrecompile(const fs::path& dir, int workers, std::string* out) {
-  return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) +
-                " --seed 3 --explicit 0 --manifest " + (dir / "m.json").string() + " --report-dir " +
-                (dir / "r").string(),
+// `flagprop run --precompile WORKERS --seed 3 MORE` on callLogTarget's
+// `dir`, its report in dir/r; MORE is further options, by default
+// `--explicit 0` (no explicit examples: the workers launch the palette
+// alone). Returns the exit status.
+int runPrecompile(const fs::path& dir, int workers, std::string* out, const std::string& more = "--explicit 0") {
+  return sh(std::string(FLAGPROP_BINARY) + " run --precompile " + std::to_string(workers) + " --seed 3 " + more +
+                " --manifest " + (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
             out);
 }
 
@@ -888,11 +888,7 @@ TEST(Cli, PrecompileWorkersLaunchTheExplicitExamplesTheRunJudgesFirst) {
   const fs::path dir = callLogTarget("precompile-explicit", json::array(), {"tanh", "add.Tensor", "mm"}, 4, 2);
   const std::string log = (dir / "calls.txt").string();
   std::string out;
-  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --precompile 2 --seed 3 --explicit 6 --manifest " +
-                   (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
-               &out),
-            0)
-      << out;
+  ASSERT_EQ(runPrecompile(dir, 2, &out, "--explicit 6"), 0) << out;
   const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
   ASSERT_TRUE(t.contains("precompile")) << t.dump();
   const json& pre = t.at("precompile");
@@ -1196,11 +1192,7 @@ TEST(Cli, PrecompileWorkersAreSharedOutUnderJobs) {
     GTEST_SKIP() << "two workers need two cores (--precompile takes one per core)";
   const fs::path dir = callLogTarget("precompile-jobs", json::array(), {"tanh", "add.Tensor"}, 4, 6);
   std::string out;
-  ASSERT_EQ(sh(std::string(FLAGPROP_BINARY) + " run --jobs 2 --precompile 2 --seed 3 --explicit 0 --manifest " +
-                   (dir / "m.json").string() + " --report-dir " + (dir / "r").string(),
-               &out),
-            0)
-      << out;
+  ASSERT_EQ(runPrecompile(dir, 2, &out, "--jobs 2 --explicit 0"), 0) << out;
   const json t = load((dir / "r" / "report.json").string()).at("targets").at(0);
   ASSERT_TRUE(t.contains("precompile")) << t.dump();
   EXPECT_EQ(t.at("precompile").value("workers", 0), 2) << t.at("precompile").dump();  // one per process

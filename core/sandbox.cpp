@@ -195,12 +195,13 @@ py::list copyList(py::handle l) { return py::reinterpret_steal<py::list>(PySeque
 // Puts the process's environment (what a child process inherits) back to
 // `saved` ("KEY=VALUE" strings) where it differs: os.environ is put back
 // through Python, but os.putenv / os.unsetenv and C code change only this.
-void restoreCEnviron(const std::vector<std::string>& saved) {
+// Whether it differed.
+bool restoreCEnviron(const std::vector<std::string>& saved) {
   {  // the common case: nothing changed, the same strings in the same order
     size_t i = 0;
     char** e = environ;
     while (e && *e && i < saved.size() && saved[i] == *e) ++e, ++i;
-    if (i == saved.size() && !(e && *e)) return;
+    if (i == saved.size() && !(e && *e)) return false;
   }
   const auto key = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
   std::unordered_map<std::string, std::string> want;  // key -> value
@@ -213,6 +214,7 @@ void restoreCEnviron(const std::vector<std::string>& saved) {
     const char* cur = getenv(k.c_str());
     if (!cur || value != cur) setenv(k.c_str(), value.c_str(), 1);
   }
+  return true;
 }
 
 // The cold path: walks sys.modules for the watched modules and their classes
@@ -290,6 +292,10 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   std::shared_ptr<Plan> plan;
   bool reused = false;
   std::string walkedBecause;
+  std::string changed;  // what the restore found changed, the first found ("": nothing)
+  void note(const char* what) {
+    if (changed.empty()) changed = what;
+  }
   py::list path;
   py::object environ;                 // os.environ as a dict, made only where os.environ has no _data
   py::object environData;             // os.environ._data copy (encoded keys and values)
@@ -416,6 +422,8 @@ void Sandbox::restore() {
   impl_->restored = true;
   impl_->plan->inUse = false;
   py::module_ sys = py::module_::import("sys");
+  if (!sys.attr("gettrace")().is(impl_->trace) || !sys.attr("getprofile")().is(impl_->profile))
+    impl_->note("the trace or profile function");
   sys.attr("settrace")(impl_->trace);
   sys.attr("setprofile")(impl_->profile);
   // Modules a case added are removed only under the watched roots (the code
@@ -425,11 +433,20 @@ void Sandbox::restore() {
   const auto changed = [](PyObject* d, uint64_t v) { return v == 0 || !d || dictVersion(d) != v; };
   Plan& plan = *impl_->plan;
   py::dict mods = sys.attr("modules");
-  if (changed(mods.ptr(), plan.modulesVersion)) restoreDict(mods, plan.modules, &impl_->roots);
+  if (changed(mods.ptr(), plan.modulesVersion)) {
+    impl_->note("sys.modules");
+    restoreDict(mods, plan.modules, &impl_->roots);
+  }
   for (auto& s : plan.dicts)
-    if (changed(s.owner.ptr(), s.version)) restoreDict(s.owner, s.copy);
+    if (changed(s.owner.ptr(), s.version)) {
+      impl_->note("a watched module's dict");
+      restoreDict(s.owner, s.copy);
+    }
   for (auto& s : plan.classes)
-    if (changed(typeDict(s.owner), s.version)) restoreClass(s.owner, s.copy);
+    if (changed(typeDict(s.owner), s.version)) {
+      impl_->note("a watched class's dict");
+      restoreClass(s.owner, s.copy);
+    }
   // Every dict holds its copy again: the next case may reuse the plan, unless
   // sys.modules kept a library this case imported (not in the copy).
   if (PyDict_Size(mods.ptr()) == PyDict_Size(plan.modules.ptr())) {
@@ -440,11 +457,13 @@ void Sandbox::restore() {
     plan.modulesVersion = 0;
   }
   py::list path = sys.attr("path");
+  if (!path.equal(impl_->path)) impl_->note("sys.path");
   path.attr("__setitem__")(py::slice(0, py::len(path), 1), impl_->path);
   py::object environ = py::module_::import("os").attr("environ");
   if (!impl_->environData.is_none()) {
     // os.environ's own dict (encoded keys and values); the environment it
     // mirrors is put back below, whatever changed it.
+    if (!py::getattr(environ, "_data").equal(impl_->environData)) impl_->note("os.environ");
     restoreDict(py::getattr(environ, "_data"), impl_->environData);
   } else {
     py::dict saved = impl_->environ;
@@ -453,16 +472,21 @@ void Sandbox::restore() {
     for (auto kv : saved)
       if (!environ.contains(kv.first) || !py::object(environ[kv.first]).equal(kv.second)) environ[kv.first] = kv.second;
   }
-  restoreCEnviron(impl_->cEnviron);
+  if (restoreCEnviron(impl_->cEnviron)) impl_->note("the process environment");
   py::module_ warnings = py::module_::import("warnings");
   py::list filters = warnings.attr("filters");
+  if (!filters.equal(impl_->filters)) impl_->note("warnings.filters");
   filters.attr("__setitem__")(py::slice(0, py::len(filters), 1), impl_->filters);
   if (py::hasattr(warnings, "_filters_mutated")) warnings.attr("_filters_mutated")();
   py::list metaPath = sys.attr("meta_path");
-  metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   py::list hooks = sys.attr("path_hooks");
+  if (!metaPath.equal(impl_->metaPath) || !hooks.equal(impl_->pathHooks)) impl_->note("sys.meta_path or sys.path_hooks");
+  metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   hooks.attr("__setitem__")(py::slice(0, py::len(hooks), 1), impl_->pathHooks);
   py::module_ threading = py::module_::import("threading");
+  if (!py::getattr(threading, "_trace_hook", py::none()).is(impl_->threadTrace) ||
+      !py::getattr(threading, "_profile_hook", py::none()).is(impl_->threadProfile))
+    impl_->note("the threads' trace or profile function");
   threading.attr("_trace_hook") = impl_->threadTrace;
   threading.attr("_profile_hook") = impl_->threadProfile;
   py::module_ logging = py::module_::import("logging");
@@ -473,8 +497,10 @@ void Sandbox::restore() {
   py::object managerDict = py::getattr(manager, "__dict__", py::none());
   if (impl_->managerVersion == 0 || !py::isinstance<py::dict>(managerDict) ||
       dictVersion(managerDict.ptr()) != impl_->managerVersion ||
-      !py::object(manager.attr("disable")).equal(impl_->logDisable))
+      !py::object(manager.attr("disable")).equal(impl_->logDisable)) {
+    impl_->note("logging");
     logging.attr("disable")(impl_->logDisable);
+  }
   const auto same = [](const Impl::LoggerState& l) {
     if (l.version != 0) return dictVersion(l.dict.ptr()) == l.version;
     // No dict versions (3.14 on): the settings themselves, so that an
@@ -493,33 +519,46 @@ void Sandbox::restore() {
       // Not assigned to: only its handlers list may have changed in place.
       const Py_ssize_t n = l.handlers && PyList_Check(l.handlers.ptr()) ? PyList_GET_SIZE(l.handlers.ptr()) : -1;
       if (n >= 0 && (n != PyList_GET_SIZE(l.handlersCopy.ptr()) || (n > 0 && !l.handlers.equal(l.handlersCopy))))
+      {
+        impl_->note("logging");
         l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
+      }
       continue;
     }
     for (const auto& [key, value] : {std::pair<const char*, py::object*>{"disabled", &l.disabled},
                                      {"propagate", &l.propagate},
                                      {"handlers", &l.handlers}})
-      if (*value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
+      if (impl_->note("logging"), *value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
     if (l.handlers && PyList_Check(l.handlers.ptr()))
       l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
     if (l.level) l.logger.attr("setLevel")(l.level);  // also clears the loggers' caches
   }
   py::module_ torch = py::module_::import("torch");
-  if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype))
+  if (!torch.attr("get_default_dtype")().equal(impl_->defaultDtype)) {
+    impl_->note("torch's default dtype");
     torch.attr("set_default_dtype")(impl_->defaultDtype);
-  if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) torch.attr("set_grad_enabled")(impl_->gradEnabled);
+  }
+  if (!torch.attr("is_grad_enabled")().equal(impl_->gradEnabled)) {
+    impl_->note("torch's grad mode");
+    torch.attr("set_grad_enabled")(impl_->gradEnabled);
+  }
   py::module_ os = py::module_::import("os");
   bool cwdSame = false;
   try {
     cwdSame = os.attr("getcwd")().equal(impl_->cwd);
   } catch (const py::error_already_set&) {  // the case removed the directory it went to
   }
-  if (!cwdSame) os.attr("chdir")(impl_->cwd);
+  if (!cwdSame) {
+    impl_->note("the working directory");
+    os.attr("chdir")(impl_->cwd);
+  }
+  if (sys.attr("getrecursionlimit")().cast<int>() != impl_->recursionLimit) impl_->note("the recursion limit");
   sys.attr("setrecursionlimit")(impl_->recursionLimit);
 }
 
 bool Sandbox::reused() const { return impl_->reused; }
 const std::string& Sandbox::walkedBecause() const { return impl_->walkedBecause; }
+const std::string& Sandbox::changed() const { return impl_->changed; }
 
 Sandbox::~Sandbox() {
   try {

@@ -55,6 +55,13 @@ class Sandbox {
   bool reused() const;
   const std::string& walkedBecause() const;
 
+  /// After restore(): the first kind of state found changed since the
+  /// snapshot and put back ("sys.modules", "a watched module's dict",
+  /// "os.environ", "the working directory", "logging", ...), or "" when the
+  /// case(s) left every restored thing as they found it. A dict counts as
+  /// changed when its version moved, also if its contents were put back.
+  const std::string& changed() const;
+
  private:
   void snapshot(const std::vector<std::string>& extraRoots);
   struct Impl;

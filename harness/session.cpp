@@ -7,6 +7,7 @@
 #include "core/sandbox.h"
 #include "core/tensor_bridge.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <sys/stat.h>
@@ -166,10 +167,22 @@ bool TargetSession::gatesOpen(const Gates& g) const {
 }
 
 json TargetSession::check(const std::string& kind, const json& caseJson, const json& judging) {
-  const auto t0 = std::chrono::steady_clock::now();
+  Batch b = checkBatch(kind, {caseJson}, judging, nullptr);
+  return std::move(b.results.at(0));
+}
+
+TargetSession::Batch TargetSession::checkBatch(const std::string& kind, const std::vector<json>& cases,
+                                               const json& judging, const std::function<void(size_t)>& beforeEach) {
+  using Clock = std::chrono::steady_clock;
+  const auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  const auto t0 = Clock::now();
   py::gil_scoped_acquire gil;
-  json out;
-  double sandboxUs = 0;
+  Batch out;
+  std::vector<py::object> pyCases, seen;
+  std::vector<double> ownUs;  // each case's observing, then its judging added
+  double sandboxUs = 0, tamperUs = 0;
+  bool reused = false;
+  std::string walked;
   {
     // The file mode mask is process state the Python sandbox cannot see: an
     // op's os.umask(0o777) made every file flagprop wrote after it unreadable.
@@ -179,40 +192,74 @@ json TargetSession::check(const std::string& kind, const json& caseJson, const j
       mode_t m;
       ~MaskBack() { ::umask(m); }
     } maskBack{mask};
-    const auto s0 = std::chrono::steady_clock::now();
+    const auto s0 = Clock::now();
     Sandbox sb;
-    const auto s1 = std::chrono::steady_clock::now();
-    const py::object k = py::str(kind), c = fromJson(caseJson), j = fromJson(judging);
-    py::object seen = pyImport("flagprop.judging.checks").attr("observe")(k, pyTarget_, c, j);
-    const auto s2 = std::chrono::steady_clock::now();
+    const auto s1 = Clock::now();
+    const py::module_ checks = pyImport("flagprop.judging.checks");
+    const py::object k = py::str(kind), j = fromJson(judging);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (beforeEach) beforeEach(i);
+      const auto o0 = Clock::now();
+      py::object c = fromJson(cases[i]);
+      py::object obs;
+      try {
+        obs = checks.attr("observe")(k, pyTarget_, c, j);
+      } catch (const py::error_already_set&) {
+        if (i == 0) throw;  // the sandbox restores on the way out, as for one case
+        break;
+      }
+      pyCases.push_back(c);
+      seen.push_back(obs);
+      ownUs.push_back(us(Clock::now() - o0));
+      if (i + 1 < cases.size() && checks.attr("ends_batch")(obs).cast<bool>()) break;
+    }
+    const auto s2 = Clock::now();
+    const mode_t maskAfter = ::umask(mask);  // put back here, so that the judging writes with the run's mask
     sb.restore();
-    sandboxUs = std::chrono::duration<double, std::micro>((s1 - s0) + (std::chrono::steady_clock::now() - s2)).count();
+    sandboxUs = us((s1 - s0) + (Clock::now() - s2));
+    out.changed = sb.changed();
+    if (out.changed.empty() && maskAfter != mask) out.changed = "the file mode mask";
+    reused = sb.reused();
+    if (!reused) walked = sb.walkedBecause();
     // Judged only now: whatever the code under test rebound (torch.equal,
     // flagprop.judging.verdicts, a Tensor method) is back as it was before the case;
     // what a restore cannot undo makes the judging untrustworthy (an error).
-    const py::module_ checks = pyImport("flagprop.judging.checks");
-    const py::object op = caseJson.is_object() && caseJson.contains("op")
-                              ? py::object(py::str(caseJson.value("op", "")))
+    const py::object op = cases[0].is_object() && cases[0].contains("op")
+                              ? py::object(py::str(cases[0].value("op", "")))
                               : py::object(py::none());
-    const auto s3 = std::chrono::steady_clock::now();
+    const auto s3 = Clock::now();
     const std::string tampered = py::str(checks.attr("tampered")(op)).cast<std::string>();
     if (!tampered.empty()) throw std::runtime_error(tampered);
-    const auto s4 = std::chrono::steady_clock::now();
-    out = toJson(checks.attr("judge")(k, pyTarget_, c, seen, j));
-    out["tamper_us"] = std::chrono::duration<double, std::micro>(s4 - s3).count();
-    out["sandbox_reused"] = sb.reused();
-    if (!sb.reused()) out["sandbox_walked"] = sb.walkedBecause();
+    tamperUs = us(Clock::now() - s3);
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const auto j0 = Clock::now();
+      out.results.push_back(toJson(checks.attr("judge")(k, pyTarget_, pyCases[i], seen[i], j)));
+      ownUs[i] += us(Clock::now() - j0);
+    }
   }
-  out["time_us"] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  out["sandbox_us"] = sandboxUs;
-  for (const auto& l : out.value("left_running", json::array())) {
-    // A thread is the same one however often its name recurs; a process is its pid (ten
-    // `sleep`s left running are ten processes).
-    const char* id = l.value("kind", "") == "thread" ? "name" : "pid";
-    bool seen = false;
-    for (const auto& k : leftRunning_)
-      seen |= k.value("kind", "") == l.value("kind", "") && k.value(id, json()) == l.value(id, json());
-    if (!seen) leftRunning_.push_back(l);
+  // Each case's part: its own time and an equal part of the rest (the
+  // sandbox, the tamper check, the conversions); one case: the whole call.
+  const double n = static_cast<double>(out.results.size());
+  double own = 0;
+  for (double x : ownUs) own += x;
+  const double shared = std::max(0.0, us(Clock::now() - t0) - own) / n;
+  for (size_t i = 0; i < out.results.size(); ++i) {
+    json& r = out.results[i];
+    r["tamper_us"] = tamperUs / n;
+    r["sandbox_reused"] = reused;
+    if (!reused) r["sandbox_walked"] = walked;
+    r["time_us"] = ownUs[i] + shared;
+    r["sandbox_us"] = sandboxUs / n;
+    if (n > 1) r["batch"] = static_cast<int>(n);
+    for (const auto& l : r.value("left_running", json::array())) {
+      // A thread is the same one however often its name recurs; a process is its pid (ten
+      // `sleep`s left running are ten processes).
+      const char* id = l.value("kind", "") == "thread" ? "name" : "pid";
+      bool known = false;
+      for (const auto& x : leftRunning_)
+        known |= x.value("kind", "") == l.value("kind", "") && x.value(id, json()) == l.value(id, json());
+      if (!known) leftRunning_.push_back(l);
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "core/python.h"
 #include "targets/manifest.h"
 
+#include <functional>
 #include <string>
 
 namespace flagprop {
@@ -48,6 +49,32 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// own functions as they were: flagprop.judging.checks.tampered).
   /// Python errors propagate as py::error_already_set.
   json check(const std::string& kind, const json& caseJson, const json& judging = nullptr);
+
+  /// What checkBatch made of a batch.
+  struct Batch {
+    /// One result per case observed, in order (a prefix of the cases): as
+    /// check's, with `time_us` the case's own observing and judging plus an
+    /// equal part of the batch's sandbox and tamper check, and `sandbox_us`,
+    /// `tamper_us` that part.
+    std::vector<json> results;
+    /// Sandbox::changed() of the batch's one restore, or "the file mode mask"
+    /// (umask): "" when no case changed
+    /// any interpreter state the sandbox restores, so that each ran in the
+    /// state it would have run in alone; else only the first case did.
+    std::string changed;
+  };
+
+  /// Observes `cases` one after another in one Sandbox (each case's JSON
+  /// form; `beforeEach(i)` is called before case i runs) and, once the
+  /// sandbox is restored and the judging found untouched, judges each, as
+  /// check does one. Observing stops after a case whose observation ends a
+  /// batch (flagprop.judging.checks.ends_batch: a discard, a lost device
+  /// context) and before a case whose observer raised (judged alone, it
+  /// raises there again); the first case's error propagates, as check's.
+  /// Throws std::runtime_error when the judging was tampered with
+  /// (flagprop.judging.checks.tampered), and what beforeEach throws.
+  Batch checkBatch(const std::string& kind, const std::vector<json>& cases, const json& judging,
+                   const std::function<void(size_t)>& beforeEach);
 
   /// Sets up the op under test once per process (flagprop.engine.ops.setup):
   /// FlagGems' kernels registered where the target asks, the Triton compile

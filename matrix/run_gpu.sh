@@ -47,6 +47,9 @@
 #          through FLAGPROP_HOME with this build) against this checkout's: one seed, the cache filled by a
 #          first run of the same seed and count, then base, new, base, new ($FLAGPROP_CASES, default 300); a
 #          side that still compiles says so (compilations per run): only runs without them compare
+#   batch  the warm mode's six ops warm (the cache filled by a first run of the same seed and count), one case
+#          at a time (--batch 1) and in batches of $FLAGPROP_BATCH (default 8), twice each in turn
+#          ($FLAGPROP_CASES, default 300): cases/s, where the time goes, the statuses and counterexamples of each
 #   cold-precompile  the warm mode's six ops cold (empty caches) without and with --precompile
 #          $FLAGPROP_PRECOMPILE (default 14): the run's wall time, each op's rate, what the workers did
 #   contention  eight matrix and convolution ops (HEAVY_OPS), float32, 3 cases, cold (fresh Triton and
@@ -171,6 +174,10 @@ for t in json.load(open(sys.argv[1]))["targets"]:
         sb = st.get("sandbox", {})
         print("%-20s sandbox reused its snapshot in %d cases; walked sys.modules: %s" % (
               "", sb.get("reused", 0), json.dumps(sb.get("walked", {}))))
+        b = st.get("batch")
+        if b:
+            print("%-20s batches %d, cases of them taken %d%s" % (
+                  "", b.get("batches", 0), b.get("cases", 0), "; stopped: " + b["stopped"] if b.get("stopped") else ""))
 PYEOF
 }
 all_ops() {  # all_ops NAME: the all-ops run into $OUTDIR/NAME (its Triton and FlagGems caches in $OUTDIR/triton-cache)
@@ -337,6 +344,17 @@ PYEOF
           --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/$pass" >"$OUTDIR/$pass.log" 2>&1
         echo "== $pass: exit $?"
         op_rates "$OUTDIR/$pass/report.json"
+      done ;;
+    batch)  # the warm mode's six ops warm, --batch 1 against --batch $FLAGPROP_BATCH, twice each in turn
+      rm -rf "$OUTDIR/batch-cache"
+      for run in fill b1 bN b1 bN; do
+        n=1
+        case $run in bN) n=${FLAGPROP_BATCH:-8} ;; esac
+        $FP run --seed 5 --cases "${FLAGPROP_CASES:-300}" "${WARM_OPS[@]}" --batch "$n" --triton-cache "$OUTDIR/batch-cache" \
+          --manifest matrix/targets/h200-flaggems-ops.json --report-dir "$OUTDIR/batch-$run" >"$OUTDIR/batch-$run.log" 2>&1
+        echo "== $run (--batch $n): exit $?"
+        [ $run = fill ] || op_rates "$OUTDIR/batch-$run/report.json"
+        $PY -c 'import json,sys; [print("  ", r["key"], r["status"], r["cases_run"], json.dumps(r.get("counterexample"))[:120]) for t in json.load(open(sys.argv[1]))["targets"] for r in t["results"]]' "$OUTDIR/batch-$run/report.json"
       done ;;
     cold-precompile)  # the warm mode's six ops cold (empty Triton and FlagGems caches), without and with
       # --precompile $FLAGPROP_PRECOMPILE (default 14): the whole run's wall time and each op's rate

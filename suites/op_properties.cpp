@@ -34,6 +34,11 @@ struct OpRunState {
   std::optional<rc::Gen<Case>> opinfoCases;
   // The explicit examples of these cases (catalog/examples.h), built once.
   std::optional<std::vector<PropertyRun::Example>> examples;
+  // Results judged ahead in a batch (PropertyRun::judgeAhead), by case, until
+  // the search draws the case; and why batches stopped for these cases
+  // ("": they go on).
+  std::unordered_map<std::string, json> ahead;
+  std::string batchOff;
 };
 
 namespace {
@@ -47,6 +52,7 @@ struct OpStats {
   double controlUs = 0, flagGemsOffUs = 0, tamperUs = 0;
   int sandboxReused = 0;                     // cases whose sandbox reused the last one's copies
   std::map<std::string, int> walkedBecause;  // why the others walked sys.modules
+  int batches = 0, batched = 0;              // batches judged, and the cases of them the search took
 
   void add(const json& result, bool fromMemo) {
     if (fromMemo) {
@@ -66,6 +72,7 @@ struct OpStats {
     sandboxUs += result.value("sandbox_us", 0.0);
     tamperUs += result.value("tamper_us", 0.0);
     totalUs += result.value("time_us", 0.0);
+    if (result.value("batch", 1) > 1) ++batched;
     if (result.value("sandbox_reused", false))
       ++sandboxReused;
     else if (result.contains("sandbox_walked"))
@@ -100,8 +107,12 @@ struct OpStats {
             {"in_cases", runSeconds > 0 ? std::min(1.0, totalUs / (1e6 * runSeconds)) : 0.0},
             // The sandbox's warm path (see core/sandbox.h): how many cases
             // reused the last snapshot, and why the others walked sys.modules.
-            {"sandbox", {{"reused", sandboxReused}, {"walked", walkedBecause}}}};
+            {"sandbox", {{"reused", sandboxReused}, {"walked", walkedBecause}}},
+            // Cases judged together (RunOptions::batch): batches made, the
+            // cases of them the search took, and why batching stopped.
+            {"batch", {{"batches", batches}, {"cases", batched}, {"stopped", batchOff}}}};
   }
+  std::string batchOff;
 };
 
 // The fallback of an op run to OpInfo's valid samples of the overload
@@ -197,6 +208,46 @@ std::string lostDeviceIn(const json& result) {
   return "";
 }
 
+// PropertyRun::judgeAhead of an op run: the cases of `cases` neither
+// remembered nor waiting, each once, judged in one TargetSession::checkBatch;
+// their results wait in state.ahead for judgeOpCase. A batch in which a case
+// changed the interpreter's state keeps only its first case's result (the
+// others did not run as they would alone) and ends batching for these cases.
+void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpEntry& entry,
+                  const std::vector<Case>& cases, const std::function<void(size_t)>& beforeEach) {
+  if (cases.empty()) {
+    state.ahead.clear();
+    return;
+  }
+  if (state.lost || !state.batchOff.empty() || !s.deviceLost.empty()) return;
+  std::vector<json> todo;
+  std::vector<size_t> at;
+  std::set<std::string> keys;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::string k = cases[i].value.dump();
+    if (state.memo.count(k) || state.ahead.count(k) || !keys.insert(std::move(k)).second) continue;
+    todo.push_back(cases[i].value);
+    at.push_back(i);
+  }
+  if (todo.size() < 2 || at[0] != 0) return;  // the case at hand alone, as ever
+  TargetSession::Batch b;
+  try {
+    b = s.checkBatch("op", todo, entry.judging, [&](size_t i) { beforeEach(at[i]); });
+  } catch (const std::exception& e) {
+    state.batchOff = std::string("a batch's judging failed: ") + e.what();
+    stats.batchOff = state.batchOff.substr(0, 300);
+    throw;
+  }
+  ++stats.batches;
+  size_t keep = b.results.size();
+  if (!b.changed.empty()) {
+    keep = std::min<size_t>(keep, 1);
+    state.batchOff = "a case changed " + b.changed + " (the cases after it in its batch judged again alone)";
+    stats.batchOff = state.batchOff;
+  }
+  for (size_t i = 0; i < keep; ++i) state.ahead.emplace(todo[i].dump(), std::move(b.results[i]));
+}
+
 json lostResult(const json& evidence, const std::string& why) {
   const json v = {{"pass", false}, {"reason", kDeviceLostReason + why}};
   return {{"verdicts", {{"P5", v}, {"P6", v}, {"P10", v}}}, {"evidence", evidence}};
@@ -215,12 +266,17 @@ json judgeOpCase(TargetSession& s, OpRunState& state, OpStats& stats, const OpEn
     return hit->second;
   }
   json result;
-  try {
-    result = s.check("op", c.value, entry.judging);
-  } catch (const py::error_already_set& e) {
-    if (!deviceLostText(e.what())) throw;
-    result = lostResult({{"harness_error", e.what()}}, describe(e));
-    state.lost = true;
+  if (const auto a = fresh ? state.ahead.end() : state.ahead.find(caseKey); a != state.ahead.end()) {
+    result = std::move(a->second);  // judged in a batch, in the order the search draws
+    state.ahead.erase(a);
+  } else {
+    try {
+      result = s.check("op", c.value, entry.judging);
+    } catch (const py::error_already_set& e) {
+      if (!deviceLostText(e.what())) throw;
+      result = lostResult({{"harness_error", e.what()}}, describe(e));
+      state.lost = true;
+    }
   }
   if (result.contains("discard") && result.value("evidence", json::object()).contains("stock_lost")) {
     // The same case with FlagGems off lost the device first: a sample that is
@@ -366,6 +422,10 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
   run.judgeAgain = [sp, state, stats, e, key](const Case& c) {
     return judgeOpCase(*sp, *state, *stats, *e, key, c, true);
   };
+  run.judgeAhead = [sp, state, stats, e](const std::vector<Case>& cases, const std::function<void(size_t)>& before) {
+    judgeOpBatch(*sp, *state, *stats, *e, cases, before);
+  };
+  run.judgedAhead = [state](const Case& c) { return state->ahead.count(c.value.dump()) > 0; };
   run.stockInOpPlace = [](bool on) {
     py::gil_scoped_acquire gil;
     pyImport("flagprop.engine.ops").attr("_STATE")["stock_in_op_place"] = py::bool_(on);

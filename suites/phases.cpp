@@ -265,8 +265,9 @@ RunState::RunState(const PropertyRun& r, const RunOptions& o, ReproduceMap rep)
 std::variant<json, CaseFailure> RunState::judgeOnce(const Case& c, const std::string& sampler, const json& extra,
                                                     bool again) {
   inflight.begin(out.key(), c.value, sampler, extra);
-  if (!opts.historyPath.empty() && run.checkKind == "op")
+  if (!opts.historyPath.empty() && run.checkKind == "op" && !judgedAhead)
     HistoryLog::of(opts.historyPath).append(out.key(), run.checkKind, c.value, run.judging);
+  judgedAhead = false;
   struct Landed {  // emptied when the case ends however it ends
     const InflightRecord& r;
     ~Landed() { r.end(); }
@@ -631,6 +632,127 @@ std::optional<PropertyOutcome> reuse(RunState& s, json& db) {
   return std::nullopt;
 }
 
+// ---- the lookahead and batches ----
+
+namespace {
+
+// RapidCheck's size for the search's attempt after `i` successes (sizeFor in
+// RapidCheck's src/detail/Testing.cpp): sizes spread evenly over 0..maxSize.
+int rcSizeFor(const rc::detail::TestParams& p, int i) {
+  const int numSizes = p.maxSize + 1;
+  const int numRegular = (p.maxSuccess / numSizes) * numSizes;
+  if (i < numRegular) return i % numSizes;
+  const int numRest = p.maxSuccess - numRegular;
+  if (numRest == 1) return 0;
+  return ((i % numSizes) * p.maxSize) / (numRest - 1);
+}
+
+}  // namespace
+
+Lookahead::Lookahead(rc::Gen<Case> gen, const rc::detail::TestParams& params)
+    : gen_(std::move(gen)), params_(params), random_(params.seed) {}
+
+json Lookahead::drawAt(size_t attempt, int size) {
+  while (splits_.size() <= attempt) splits_.push_back(random_.split());
+  std::optional<json> drawn;
+  const rc::Gen<Case> gen = gen_;
+  // As the search's property: the body's first pick is the case.
+  const auto property = rc::detail::toProperty([&] { drawn = (*gen).value; });
+  property(splits_[attempt], size).value();
+  if (!drawn) throw std::runtime_error("the property drew no case");
+  return *drawn;
+}
+
+std::vector<Case> Lookahead::next(int n) {
+  std::vector<Case> out;
+  if (!on_) return out;
+  const int left = params_.maxSuccess - successes_;
+  const size_t want = static_cast<size_t>(std::max(0, std::min(n, left)));
+  try {
+    while (predicted_.size() < want) {
+      const size_t k = predicted_.size();  // attempt attempt_ + k, after k more successes
+      const int size = rcSizeFor(params_, successes_ + static_cast<int>(k)) + (k == 0 ? recent_ / 10 : 0);
+      predicted_.push_back(drawAt(attempt_ + k, size));
+    }
+  } catch (const std::exception&) {  // a generator that throws here throws in the search too: judged there
+    on_ = false;
+    return out;
+  }
+  for (size_t k = 0; k < want; ++k) out.push_back(Case{predicted_[k]});
+  return out;
+}
+
+bool Lookahead::at(const json& c) {
+  if (!on_ || pending_) return on_ = false;
+  const std::vector<Case> first = next(1);
+  if (first.empty() || first.front().value != c) return on_ = false;
+  pending_ = true;
+  return true;
+}
+
+void Lookahead::ended(bool passed) {
+  if (!on_ || !pending_) {
+    on_ = false;
+    return;
+  }
+  pending_ = false;
+  ++attempt_;
+  if (passed) {
+    ++successes_;
+    recent_ = 0;
+    predicted_.pop_front();
+  } else {
+    ++recent_;
+    predicted_.clear();  // the next attempts draw at other sizes
+  }
+}
+
+void stopAhead(RunState& s) {
+  if (!s.ahead) return;
+  s.ahead.reset();
+  if (s.run.judgeAhead) s.run.judgeAhead({}, {});
+}
+
+std::optional<CaseFailure> judgeAhead(RunState& s, const Case& c) {
+  s.judgedAhead = false;
+  if (!s.ahead) return std::nullopt;
+  if (s.shrink.since || !s.ahead->at(c.value)) {
+    stopAhead(s);
+    return std::nullopt;
+  }
+  if (s.run.judgedAhead && s.run.judgedAhead(c)) {
+    s.judgedAhead = true;
+    return std::nullopt;
+  }
+  const std::vector<Case> next = s.ahead->next(s.opts.batch);
+  if (next.size() < 2) return std::nullopt;
+  const std::string sampler = s.sampler();
+  const auto before = [&](size_t i) {
+    s.inflight.begin(s.out.key(), next[i].value, sampler, json::object());
+    if (!s.opts.historyPath.empty() && s.run.checkKind == "op")
+      HistoryLog::of(s.opts.historyPath).append(s.out.key(), s.run.checkKind, next[i].value, s.run.judging);
+  };
+  struct Landed {
+    const InflightRecord& r;
+    ~Landed() { r.end(); }
+  } landed{s.inflight};
+  try {
+    s.run.judgeAhead(next, before);
+  } catch (const std::exception& e) {
+    // Seen after the batch's restore, so not put on one case of it: the case
+    // at hand, the batch's first, carries it, and the run goes on one case
+    // at a time (a case that does it again is then caught alone).
+    stopAhead(s);
+    std::string what = e.what();
+    if (const auto* py = dynamic_cast<const py::error_already_set*>(&e)) what = describe(*py);
+    const std::string why = "harness error: " + what.substr(0, what.find('\n')) + " (after a batch of " +
+                            std::to_string(next.size()) + " cases judged together, this one first)";
+    return CaseFailure{why, {{"harness_error", e.what()}, {"batch", next.size()}}};
+  }
+  s.judgedAhead = s.run.judgedAhead && s.run.judgedAhead(c);
+  return std::nullopt;
+}
+
 // ---- search, and the shrink gate inside it ----
 
 namespace {
@@ -674,14 +796,22 @@ void judgeGenerated(RunState& s) {
   if (s.opts.progress) s.opts.progress(t.judged);
   ++t.judged;
   t.lastJudged = c.value;
-  const auto judgedCase = s.judgeOnce(c, s.sampler(), json::object());
+  const std::optional<CaseFailure> batchFailed = judgeAhead(s, c);
+  const auto judgedCase =
+      batchFailed ? std::variant<json, CaseFailure>(*batchFailed) : s.judgeOnce(c, s.sampler(), json::object());
   if (const auto* f = std::get_if<CaseFailure>(&judgedCase)) {
+    stopAhead(s);
     if (!f->sticky) t.last = {c.value, f->evidence, f->why};
     s.shrink.failing(c.value, f->why);
     RC_FAIL(f->why);
   }
   const json& result = std::get<json>(judgedCase);
+  if (s.ahead) {
+    if (discardOf(result)) s.ahead->ended(false);
+    if (!s.ahead->on()) stopAhead(s);
+  }
   discardIfRejected(s, result);
+  if (s.ahead) s.ahead->ended(true);
   ++t.held;
   ++t.judgedHere;
   RC_TAG(result.value("tag", std::string()));
@@ -697,6 +827,14 @@ void judgeGenerated(RunState& s) {
 }
 
 rc::detail::TestResult searchOnce(RunState& s) {
+  // A search of many cases (not an explicit example's one, not a replay's
+  // path) judges ahead in batches where its run can.
+  if (s.opts.batch > 1 && s.run.judgeAhead && !s.replaying && s.params.maxSuccess > 1)
+    s.ahead.emplace(s.generator, s.params);
+  struct Stop {
+    RunState& s;
+    ~Stop() { stopAhead(s); }
+  } stop{s};
   return rc::detail::checkProperty(rc::detail::toProperty([&s] { judgeGenerated(s); }), s.md, s.params, s.shrink,
                                    s.replay);
 }

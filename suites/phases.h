@@ -20,6 +20,7 @@
 #include <rapidcheck/detail/TestParams.h>
 
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <set>
 #include <string>
@@ -162,6 +163,43 @@ struct SearchTally {
 struct MoreFailure;
 
 /// One property run's state, which its phases share.
+/// The cases a RapidCheck search will draw next if each of them passes, so
+/// that a run can judge several in one trip (PropertyRun::judgeAhead).
+/// RapidCheck's search (rc::detail::searchProperty, src/detail/Testing.cpp)
+/// draws attempt n from the nth split of Random(params.seed), at the size
+/// sizeFor(params, successes so far) + (discards since the last success) / 10;
+/// this mirrors that loop, told how each attempt ended. It checks itself:
+/// an attempt that did not draw the case it predicted turns it off (on()
+/// false) for the rest of the search, so a wrong guess costs time, never a
+/// verdict. Assumes the property draws from `gen` first (judgeGenerated).
+class Lookahead {
+ public:
+  Lookahead(rc::Gen<Case> gen, const rc::detail::TestParams& params);
+  /// Whether it still follows the search.
+  bool on() const { return on_; }
+  void off() { on_ = false; }
+  /// The attempt at hand drew `c`: false (and off) when that is not the
+  /// case predicted for it, or the attempt before it never said how it ended.
+  bool at(const json& c);
+  /// The attempt at hand ended: it passed (true) or was discarded (false).
+  void ended(bool passed);
+  /// The cases of the next attempts from the one at hand, as drawn if each
+  /// passes: at most n, and no more than the search has successes left to
+  /// make. Empty (and off) when the generator throws.
+  std::vector<Case> next(int n);
+
+ private:
+  json drawAt(size_t attempt, int size);
+  rc::Gen<Case> gen_;
+  rc::detail::TestParams params_;
+  rc::Random random_;
+  std::vector<rc::Random> splits_;  // the split of each attempt so far, in order
+  size_t attempt_ = 0;
+  int successes_ = 0, recent_ = 0;
+  std::deque<json> predicted_;  // for attempts attempt_, attempt_ + 1, ... under successes_ / recent_
+  bool on_ = true, pending_ = false;
+};
+
 struct RunState {
   /// `replay` is the decoded reproduce string (empty on a search).
   RunState(const PropertyRun& run, const RunOptions& opts, ReproduceMap replay = {});
@@ -186,6 +224,13 @@ struct RunState {
   RunClock clock;
   SearchTally tally;
   std::vector<MoreFailure> explicitMore;  ///< explicitExamples' further failures
+  /// The search's lookahead (RunOptions::batch > 1 and a run with
+  /// PropertyRun::judgeAhead, on a search that is not a replay); reset when
+  /// it stops following the search.
+  std::optional<Lookahead> ahead;
+  /// Set for the case at hand when its judging was made in a batch ahead
+  /// (logged in the history then): judgeOnce does not log it again.
+  bool judgedAhead = false;
 
   /// Judges `c` once with the in-flight record around it (`again`: through
   /// PropertyRun::judgeAgain). Never throws: an exception is a CaseFailure.
@@ -235,6 +280,17 @@ std::optional<PropertyOutcome> reuse(RunState& s, json& db);
 /// One generated case inside RapidCheck's property: the shrink gate, the
 /// run's limit, the judging and its verdict (RC_DISCARD / RC_FAIL).
 void judgeGenerated(RunState& s);
+
+/// Batch: before the case at hand `c` is judged, the cases the search will
+/// draw next (s.ahead) judged together with it through
+/// PropertyRun::judgeAhead, each with the in-flight record and history log
+/// entry a case gets; a failure that came of the batch itself (the judging
+/// was tampered with) as the case at hand's harness error, batching then off
+/// for the run. Nothing when s.ahead is off or the case has a result waiting.
+std::optional<CaseFailure> judgeAhead(RunState& s, const Case& c);
+
+/// Stops s.ahead and drops the results judged ahead that no attempt took.
+void stopAhead(RunState& s);
 
 /// One RapidCheck search over s.generator (with s.replay when replaying).
 rc::detail::TestResult searchOnce(RunState& s);

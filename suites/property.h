@@ -87,6 +87,11 @@ struct RunOptions {
   /// -1, the default: every one the run has (its target's explicit_cases);
   /// 0: none.
   int explicitCases = -1;
+  /// Cases judged together per trip into Python where a run can
+  /// (PropertyRun::judgeAhead: P5 / P6): the search's next cases, as it
+  /// will draw them if each passes, observed in one sandbox and judged
+  /// after one restore and one tamper check. 1: one case at a time.
+  int batch = 8;
 };
 
 /// Result of one property run on one target (one entry of targets[].results[]).
@@ -127,6 +132,16 @@ struct PropertyRun {
   /// what it remembers of the case (the op runs' shared observations): the
   /// flaky check's judgings. Empty: `judge` runs every case anew.
   std::function<json(const Case&)> judgeAgain;
+  /// Op runs: judges `cases`, the cases the search will draw next if each
+  /// passes (the first is the case at hand), together where it can
+  /// (TargetSession::checkBatch), and keeps their results for `judge` to
+  /// answer from; `beforeEach(i)` is called before case i runs. Cases it
+  /// already remembers are left out; fewer than two left: it does nothing.
+  /// An empty `cases` drops every result still waiting. Throws what a
+  /// batch's judging throws (a tampered judging). Empty: no batches.
+  std::function<void(const std::vector<Case>& cases, const std::function<void(size_t)>& beforeEach)> judgeAhead;
+  /// Whether `judge` has a result judged ahead waiting for the case.
+  std::function<bool(const Case&)> judgedAhead;
   /// Op runs with a control: turns on (true) or off (false) the stock
   /// path's second pass in the op's place for the cases judged meanwhile
   /// (flagprop.engine.ops.observe_case, docs/control.md): around the fresh

@@ -312,6 +312,16 @@ std::vector<OptionSpec> searchOptions() {
        [](const SupervisorOptions& o, std::vector<std::string>& a) {
          if (o.target.run.explicitCases >= 0) add(a, {"--explicit", std::to_string(o.target.run.explicitCases)});
        }},
+      {"--batch", "N", "RunOptions::batch", "batch",
+       "judge up to N of a P5 / P6 search's cases per trip into Python: the cases it will draw next if each passes, "
+       "run in one sandbox and judged after one restore and tamper check (default 8; 1: one case at a time). The "
+       "statuses and counterexamples are those of one case at a time: a batch stops at a discard, and one in which a "
+       "case changed the interpreter's state keeps only its first case",
+       whole(1, 256, "--batch needs a number from 1 (one case at a time) to 256",
+             [](Cli& c, unsigned long long n) { c.target.run.batch = static_cast<int>(n); }),
+       [](const SupervisorOptions& o, std::vector<std::string>& a) {
+         if (o.target.run.batch != RunOptions{}.batch) add(a, {"--batch", std::to_string(o.target.run.batch)});
+       }},
       {"--run-time", "SEC", "RunOptions::runSeconds", "search",
        "how long the runs of one op and dtype may take (default: no limit): past it, once a case has been "
        "judged, no new case, shrink step or search for another failure starts; a failure found is kept, a run "

@@ -1379,6 +1379,54 @@ TEST(Cli, TheCodeUnderTestCannotForgeAPass) {
   flagprop::removeTree(dir.string());
 }
 
+// Batches (--batch, default 8) change how many trips into Python a search
+// makes, not what it finds: an op that is right, one with two value faults,
+// a memo keyed on too little, an op that changes the file mode mask, one that
+// writes its input and one that rebinds flagprop's verdicts give the same
+// statuses, counterexamples and case counts as one case at a time.
+TEST(Cli, BatchesGiveTheVerdictsOfOneCaseAtATime) {
+  std::string manifests;
+  for (const char* f : {"well-behaved", "stale-memo", "ops-two-faults", "ops-sets-umask", "ops-writes-input",
+                        "ops-forges-verdicts"})
+    manifests += " --manifest " + kTargets + f + ".json";
+  std::map<std::string, json> seen[2];
+  int batched = 0;
+  std::set<std::string> stopped;
+  for (int k = 0; k < 2; ++k) {
+    const fs::path dir = testDir(k ? "batch-8" : "batch-1");
+    std::string out;
+    sh(kFp + " run --no-db --seed 7" + std::string(k ? "" : " --batch 1") + manifests + " --report-dir " +
+           dir.string(),
+       &out);
+    const json report = load((dir / "report.json").string());
+    for (const auto& t : report.at("targets"))
+      for (const auto& r : t.at("results")) {
+        seen[k][t.at("name").get<std::string>() + " " + r.at("key").get<std::string>()] = {
+            {"status", r.at("status")},
+            {"counterexample", r.value("counterexample", json())},
+            {"cases_run", r.value("cases_run", 0)}};
+        const json b = r.value("observations", json::object()).value("stats", json::object()).value("batch", json());
+        if (k == 1 && b.is_object()) {
+          batched += b.value("cases", 0);
+          if (!b.value("stopped", std::string()).empty()) stopped.insert(t.at("name").get<std::string>());
+        }
+      }
+    flagprop::removeTree(dir.string());
+  }
+  ASSERT_GT(seen[0].size(), 20u);
+  for (const auto& [key, one] : seen[0]) {
+    ASSERT_TRUE(seen[1].count(key)) << key;
+    EXPECT_EQ(seen[1].at(key), one) << key;
+  }
+  EXPECT_EQ(seen[0].size(), seen[1].size());
+  EXPECT_GT(batched, 100) << "the passing runs judged their cases in batches";
+  // The ops that change the interpreter's state (the file mode mask, the
+  // verdicts' module) end their batches at the first such batch.
+  EXPECT_TRUE(stopped.count("fixture-ops-sets-umask")) << stopped.size();
+  EXPECT_TRUE(stopped.count("fixture-ops-forges-verdicts")) << stopped.size();
+  EXPECT_FALSE(stopped.count("fixture-well-behaved"));
+}
+
 // State the sandbox does not put back as attributes (fixtures/ops/forging_ops.py):
 // a torch function or dispatch mode left pushed (an unfinished generator's
 // `with`, torch.set_default_device), torch.library kernels for aten::equal /

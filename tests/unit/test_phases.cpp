@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 namespace flagprop::phases {
@@ -279,6 +282,148 @@ TEST(Phases, DistinctSearchesAgainWithTheKindsFoundCountedAsPasses) {
   const json more = s.out.observations.value("distinct_failures", json::array());
   ASSERT_EQ(more.size(), 1u) << s.out.observations.dump();
   EXPECT_NE(more.at(0).at("kinds"), first) << "the second failure is of the other kind";
+}
+
+// A run over integer cases whose judgings are logged in the order they run,
+// with a memo and PropertyRun::judgeAhead as the op runs have them (a case
+// judged before is answered from the memo; a batch leaves out the cases
+// remembered or waiting, stops after a discard and keeps its results for
+// `judge`).
+struct Logged {
+  std::vector<int> ran;  // every judging, in order
+  std::map<int, json> waiting, memo;
+  int batches = 0;
+  std::function<json(int)> verdictOf;
+  PropertyRun run(int cases) {
+    PropertyRun r = intRun(cases, [this](const Case& c) {
+      const int n = c.value.get<int>();
+      if (auto it = waiting.find(n); it != waiting.end()) {
+        memo[n] = it->second;
+        waiting.erase(it);
+      }
+      if (!memo.count(n)) {
+        ran.push_back(n);
+        memo[n] = verdictOf(n);
+      }
+      return memo[n];
+    });
+    r.judgeAhead = [this](const std::vector<Case>& cases, const std::function<void(size_t)>& before) {
+      if (cases.empty()) return waiting.clear();
+      std::vector<size_t> todo;
+      std::set<int> keys;
+      for (size_t i = 0; i < cases.size(); ++i) {
+        const int n = cases[i].value.get<int>();
+        if (!memo.count(n) && !waiting.count(n) && keys.insert(n).second) todo.push_back(i);
+      }
+      if (todo.size() < 2 || todo[0] != 0) return;
+      ++batches;
+      for (size_t i : todo) {
+        before(i);
+        const int n = cases[i].value.get<int>();
+        ran.push_back(n);
+        waiting[n] = verdictOf(n);
+        if (waiting[n].contains("discard")) break;
+      }
+    };
+    r.judgedAhead = [this](const Case& c) { return waiting.count(c.value.get<int>()) > 0; };
+    return r;
+  }
+};
+
+// Judgings in batches of `batch` (1: one at a time): what ran, the outcome.
+std::pair<Logged, PropertyOutcome> searchLogged(int batch, const std::function<json(int)>& verdictOf, int cases = 60) {
+  Logged log;
+  log.verdictOf = verdictOf;
+  PropertyRun run = log.run(cases);
+  RunOptions opts;
+  opts.seed = 11;
+  opts.batch = batch;
+  RunState s(run, opts);
+  auto searched = search(s);
+  if (auto* f = std::get_if<Found>(&searched)) record(s, *f);
+  return {log, s.out};
+}
+
+TEST(Phases, BatchesJudgeTheCasesTheSearchDrawsInItsOrder) {
+  // Discards every seventh value: the lookahead follows RapidCheck's sizes
+  // after a discard too, or it would stop after the first one.
+  const auto verdictOf = [](int n) {
+    return n % 7 == 3 ? json{{"discard", "CPU ATen rejects call 0: wrong rank"}} : verdict(true);
+  };
+  const auto [alone, aloneOut] = searchLogged(1, verdictOf);
+  const auto [batched, batchedOut] = searchLogged(8, verdictOf);
+  EXPECT_EQ(aloneOut.status, "pass");
+  EXPECT_EQ(batchedOut.status, "pass");
+  EXPECT_EQ(alone.batches, 0);
+  EXPECT_EQ(batched.ran, alone.ran) << "the same cases judged, in the same order, each once";
+  // 60 passes and their discards in batches of up to 8: a lookahead that
+  // lost the search would leave the rest one at a time.
+  EXPECT_GE(batched.batches, 8);
+  EXPECT_LE(batched.batches, 20);
+}
+
+TEST(Phases, ABatchWithAFailureEndsAsOneCaseAtATimeWould) {
+  // Fails from 900 up: the first failure is shrunk to 900 either way.
+  const auto verdictOf = [](int n) { return verdict(n < 900); };
+  const auto [alone, aloneOut] = searchLogged(1, verdictOf, 100);
+  const auto [batched, batchedOut] = searchLogged(8, verdictOf, 100);
+  ASSERT_EQ(aloneOut.status, "fail");
+  EXPECT_EQ(batchedOut.status, "fail");
+  EXPECT_EQ(batchedOut.counterexample, aloneOut.counterexample);
+  EXPECT_EQ(batchedOut.counterexample, json(900));
+  EXPECT_GT(batched.batches, 0);
+  // What ran: the same cases up to the failure, then at most the rest of
+  // its batch (never taken as results), then the same shrink.
+  const auto firstFail = std::find_if(alone.ran.begin(), alone.ran.end(), [](int n) { return n >= 900; });
+  ASSERT_NE(firstFail, alone.ran.end());
+  const size_t upTo = static_cast<size_t>(firstFail - alone.ran.begin()) + 1;
+  ASSERT_GE(batched.ran.size(), upTo);
+  EXPECT_TRUE(std::equal(alone.ran.begin(), alone.ran.begin() + upTo, batched.ran.begin()))
+      << ::testing::PrintToString(alone.ran) << "\n" << ::testing::PrintToString(batched.ran);
+  const size_t extra = batched.ran.size() - alone.ran.size();
+  EXPECT_LT(extra, 8u);
+  EXPECT_TRUE(std::equal(alone.ran.begin() + upTo, alone.ran.end(), batched.ran.begin() + upTo + extra))
+      << "the shrink judges the same candidates";
+}
+
+TEST(Phases, TheLookaheadPredictsRapidChecksDrawsAndTurnsOffOnAWrongGuess) {
+  rc::detail::TestParams params;
+  params.maxSuccess = 30;
+  params.maxSize = 100;
+  params.seed = 99;
+  const rc::Gen<Case> gen = rc::gen::map(rc::gen::inRange(0, 1000000), [](int n) { return Case{json(n)}; });
+  std::vector<json> drawn;
+  int attempt = 0;
+  const auto property = rc::detail::toProperty([&] {
+    const Case c = *gen;
+    drawn.push_back(c.value);
+    if (++attempt % 4 == 0) RC_DISCARD("every fourth");
+  });
+  struct Deaf : rc::detail::TestListener {
+    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+  } deaf;
+  rc::detail::checkProperty(property, rc::detail::TestMetadata{}, params, deaf);
+  ASSERT_GT(drawn.size(), 30u);
+  Lookahead ahead(gen, params);
+  for (size_t i = 0; i < drawn.size(); ++i) {
+    const bool discarded = (i + 1) % 4 == 0;
+    if (!discarded) {  // predicted as if each passed: right up to the next discard
+      const std::vector<Case> next = ahead.next(3);
+      for (size_t k = 0; k < next.size() && i + k < drawn.size(); ++k) {
+        EXPECT_EQ(next[k].value, drawn[i + k]) << "attempt " << i << " + " << k;
+        if ((i + k + 1) % 4 == 0) break;
+      }
+    }
+    ASSERT_TRUE(ahead.at(drawn[i])) << "attempt " << i;
+    ahead.ended(!discarded);
+  }
+  EXPECT_TRUE(ahead.next(1).empty()) << "no successes left to make";
+  Lookahead wrong(gen, params);
+  EXPECT_FALSE(wrong.at(json(-1)));
+  EXPECT_FALSE(wrong.on());
+  EXPECT_TRUE(wrong.next(4).empty());
 }
 
 }  // namespace

@@ -453,6 +453,19 @@ def observe(kind, target, case, judging=None):
     return {"seen": seen, "left_running": _left_running(threads_before, children_before)}
 
 
+def ends_batch(observed):
+    """Whether a batch of cases (the C++ session's ``checkBatch``) stops after
+    the case ``observe`` returned ``observed`` for: the case is a discard (CPU
+    ATen or the stock path rejected it, or the stock path lost the device
+    context), or the op under test lost the device context. The search
+    draws the cases after a discard at other sizes, and nothing runs on a
+    lost context."""
+    seen = observed.get("seen") if isinstance(observed, dict) else None
+    if not isinstance(seen, dict):
+        return False
+    return "discard" in seen or "stock_lost" in seen or bool(_op_lost(seen))
+
+
 def judge(kind, target, case, observed, judging=None):
     """Judges what ``observe`` returned with ``flagprop.judging.verdicts`` (call it
     after the sandbox is restored: nothing the code under test rebound

@@ -56,21 +56,29 @@ PyObject* typeDict(py::handle cls) { return reinterpret_cast<PyTypeObject*>(cls.
 
 // Puts `target` (a dict) back to the contents of `snap` (a dict copy), touching
 // only the keys that differ.
-void restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
-  if (sameItems(target.ptr(), snap.ptr())) return;
+// Puts `target` back to `snap` (keys of `keepUnlessWatched`'s unwatched
+// names that the case added stay); whether anything was put back.
+bool restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
+  if (sameItems(target.ptr(), snap.ptr())) return false;
   std::vector<py::object> extra;
   for (auto item : target)
     if (!snap.contains(item.first) && !(keepUnlessWatched && !watched(view(item.first), *keepUnlessWatched)))
       extra.push_back(py::reinterpret_borrow<py::object>(item.first));
   for (auto& k : extra) PyDict_DelItem(target.ptr(), k.ptr());
+  bool put = !extra.empty();
   for (auto item : snap) {
     PyObject* cur = PyDict_GetItem(target.ptr(), item.first.ptr());
-    if (cur != item.second.ptr()) PyDict_SetItem(target.ptr(), item.first.ptr(), item.second.ptr());
+    if (cur != item.second.ptr()) {
+      PyDict_SetItem(target.ptr(), item.first.ptr(), item.second.ptr());
+      put = true;
+    }
   }
+  return put;
 }
 
-void restoreClass(py::handle cls, py::dict snap) {
-  if (sameItems(typeDict(cls), snap.ptr())) return;
+// Puts class `cls`'s dict back to `snap`; whether it differed.
+bool restoreClass(py::handle cls, py::dict snap) {
+  if (sameItems(typeDict(cls), snap.ptr())) return false;
   py::dict now = py::dict(cls.attr("__dict__"));
   for (auto item : now) {
     std::string k = py::str(item.first);
@@ -84,6 +92,7 @@ void restoreClass(py::handle cls, py::dict snap) {
     if (cur != item.second.ptr()) PyObject_SetAttr(cls.ptr(), item.first.ptr(), item.second.ptr());
   }
   PyErr_Clear();
+  return true;
 }
 
 // pybind11's py::dict(x) / py::list(x) only borrow when x already has that
@@ -433,20 +442,14 @@ void Sandbox::restore() {
   const auto changed = [](PyObject* d, uint64_t v) { return v == 0 || !d || dictVersion(d) != v; };
   Plan& plan = *impl_->plan;
   py::dict mods = sys.attr("modules");
-  if (changed(mods.ptr(), plan.modulesVersion)) {
+  // Noted where something was put back (a dict written with what it held
+  // already, or a library imported and kept, leaves nothing to note).
+  if (changed(mods.ptr(), plan.modulesVersion) && restoreDict(mods, plan.modules, &impl_->roots))
     impl_->note("sys.modules");
-    restoreDict(mods, plan.modules, &impl_->roots);
-  }
   for (auto& s : plan.dicts)
-    if (changed(s.owner.ptr(), s.version)) {
-      impl_->note("a watched module's dict");
-      restoreDict(s.owner, s.copy);
-    }
+    if (changed(s.owner.ptr(), s.version) && restoreDict(s.owner, s.copy)) impl_->note("a watched module's dict");
   for (auto& s : plan.classes)
-    if (changed(typeDict(s.owner), s.version)) {
-      impl_->note("a watched class's dict");
-      restoreClass(s.owner, s.copy);
-    }
+    if (changed(typeDict(s.owner), s.version) && restoreClass(s.owner, s.copy)) impl_->note("a watched class's dict");
   // Every dict holds its copy again: the next case may reuse the plan, unless
   // sys.modules kept a library this case imported (not in the copy).
   if (PyDict_Size(mods.ptr()) == PyDict_Size(plan.modules.ptr())) {
@@ -463,8 +466,7 @@ void Sandbox::restore() {
   if (!impl_->environData.is_none()) {
     // os.environ's own dict (encoded keys and values); the environment it
     // mirrors is put back below, whatever changed it.
-    if (!py::getattr(environ, "_data").equal(impl_->environData)) impl_->note("os.environ");
-    restoreDict(py::getattr(environ, "_data"), impl_->environData);
+    if (restoreDict(py::getattr(environ, "_data"), impl_->environData)) impl_->note("os.environ");
   } else {
     py::dict saved = impl_->environ;
     for (auto k : py::list(environ.attr("keys")()))
@@ -480,7 +482,8 @@ void Sandbox::restore() {
   if (py::hasattr(warnings, "_filters_mutated")) warnings.attr("_filters_mutated")();
   py::list metaPath = sys.attr("meta_path");
   py::list hooks = sys.attr("path_hooks");
-  if (!metaPath.equal(impl_->metaPath) || !hooks.equal(impl_->pathHooks)) impl_->note("sys.meta_path or sys.path_hooks");
+  if (!metaPath.equal(impl_->metaPath) || !hooks.equal(impl_->pathHooks))
+    impl_->note("sys.meta_path or sys.path_hooks");
   metaPath.attr("__setitem__")(py::slice(0, py::len(metaPath), 1), impl_->metaPath);
   hooks.attr("__setitem__")(py::slice(0, py::len(hooks), 1), impl_->pathHooks);
   py::module_ threading = py::module_::import("threading");
@@ -518,8 +521,7 @@ void Sandbox::restore() {
     if (same(l)) {
       // Not assigned to: only its handlers list may have changed in place.
       const Py_ssize_t n = l.handlers && PyList_Check(l.handlers.ptr()) ? PyList_GET_SIZE(l.handlers.ptr()) : -1;
-      if (n >= 0 && (n != PyList_GET_SIZE(l.handlersCopy.ptr()) || (n > 0 && !l.handlers.equal(l.handlersCopy))))
-      {
+      if (n >= 0 && (n != PyList_GET_SIZE(l.handlersCopy.ptr()) || (n > 0 && !l.handlers.equal(l.handlersCopy)))) {
         impl_->note("logging");
         l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
       }

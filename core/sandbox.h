@@ -58,8 +58,9 @@ class Sandbox {
   /// After restore(): the first kind of state found changed since the
   /// snapshot and put back ("sys.modules", "a watched module's dict",
   /// "os.environ", "the working directory", "logging", ...), or "" when the
-  /// case(s) left every restored thing as they found it. A dict counts as
-  /// changed when its version moved, also if its contents were put back.
+  /// case(s) left every restored thing as they found it: a dict whose
+  /// contents are what they were (written back within the case, or a
+  /// library imported into sys.modules, which stays) is unchanged.
   const std::string& changed() const;
 
  private:

@@ -379,7 +379,8 @@ TEST(Phases, ABatchWithAFailureEndsAsOneCaseAtATimeWould) {
   const size_t upTo = static_cast<size_t>(firstFail - alone.ran.begin()) + 1;
   ASSERT_GE(batched.ran.size(), upTo);
   EXPECT_TRUE(std::equal(alone.ran.begin(), alone.ran.begin() + upTo, batched.ran.begin()))
-      << ::testing::PrintToString(alone.ran) << "\n" << ::testing::PrintToString(batched.ran);
+      << ::testing::PrintToString(alone.ran) << "\n"
+      << ::testing::PrintToString(batched.ran);
   const size_t extra = batched.ran.size() - alone.ran.size();
   EXPECT_LT(extra, 8u);
   EXPECT_TRUE(std::equal(alone.ran.begin() + upTo, alone.ran.end(), batched.ran.begin() + upTo + extra))

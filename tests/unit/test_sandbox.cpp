@@ -89,6 +89,40 @@ TEST(Sandbox, NothingACaseDoesLeaksIntoTheNext) {
     if (!outer_mods.contains(k)) mods.attr("pop")(k);
 }
 
+// What a restore found changed (Sandbox::changed, which decides whether a
+// batch's later cases ran as they would alone): nothing after a case that
+// only read, and each kind of change on its own, however it was undone.
+TEST(Sandbox, SaysWhatTheCaseChanged) {
+  py::gil_scoped_acquire gil;
+  py::dict outerMods = py::dict(py::module_::import("sys").attr("modules"));
+  pyImport("flagprop_mocks").attr("install")(py::dict("helper"_a = "absent"));
+  const auto changedBy = [](const char* code) {
+    Sandbox sb;
+    py::exec(code);
+    sb.restore();
+    return sb.changed();
+  };
+  changedBy("x = 1");  // the first sandbox walks; later ones are warm
+  EXPECT_EQ(changedBy("import torch\nx = torch.ones(3).sum()\n"), "");
+  EXPECT_EQ(changedBy("import torch\ntorch._flagprop_leak = 1\n"), "a watched module's dict");
+  EXPECT_EQ(changedBy("import torch\ntorch._flagprop_leak = 1\ndel torch._flagprop_leak\n"), "")
+      << "a change undone within the case leaves the next case the same state";
+  EXPECT_EQ(changedBy("import sys\nsys.modules['flag_gems.leak'] = sys\n"), "sys.modules");
+  EXPECT_EQ(changedBy("import sys\nsys.modules['json'] = sys.modules['json']\n"), "");
+  EXPECT_EQ(changedBy("import flag_gems.utils.libentry as le\nle.LibEntry.extra = 1\n"), "a watched class's dict");
+  EXPECT_EQ(changedBy("import os\nos.environ['FLAGPROP_LEAK'] = '1'\n"), "os.environ");
+  EXPECT_EQ(changedBy("import os\nos.putenv('FLAGPROP_LEAK', '1')\n"), "the process environment");
+  EXPECT_EQ(changedBy("import os\nos.chdir('/')\n"), "the working directory");
+  EXPECT_EQ(changedBy("import sys\nsys.path.append('/flagprop/leak')\n"), "sys.path");
+  EXPECT_EQ(changedBy("import torch\ntorch.set_grad_enabled(False)\n"), "torch's grad mode");
+  EXPECT_EQ(changedBy("import sys\nsys.setrecursionlimit(12345)\n"), "the recursion limit");
+  EXPECT_EQ(changedBy("import warnings\nwarnings.simplefilter('ignore')\n"), "warnings.filters");
+  EXPECT_EQ(changedBy("x = 2"), "");
+  py::dict mods = py::module_::import("sys").attr("modules");
+  for (auto k : py::list(mods.attr("keys")()))
+    if (!outerMods.contains(k)) mods.attr("pop")(k);
+}
+
 // A warm run: most cases change nothing, so a sandbox reuses the last one's
 // copies (by dict version) instead of walking sys.modules. Every path of
 // that reuse must still restore: after an untouched case, after a case that

@@ -128,5 +128,25 @@ class Timing(unittest.TestCase):
         self.assertLess(abs(s["ratio_b_over_a"] - 1.5), 1e-9)
 
 
+class Batches(unittest.TestCase):
+
+    def test_a_batch_stops_after_a_discard_or_a_lost_device(self):
+        """A batch of cases stops after one the search will not count as
+        passed (a discard: the cases after it are drawn at other sizes) or
+        after a lost device context; an observation of a case that ran goes on."""
+        if os.path.join(SOURCE_DIR, "mocks") not in sys.path:  # checks imports the session, which imports the mocks
+            sys.path.insert(0, os.path.join(SOURCE_DIR, "mocks"))
+        from flagprop.judging import checks
+
+        ran = {"passes": [{"calls": [{"error": ""}]}]}
+        self.assertFalse(checks.ends_batch({"seen": ran, "left_running": []}))
+        self.assertTrue(checks.ends_batch({"seen": {"discard": "CPU ATen rejects call 0: wrong rank"}}))
+        self.assertTrue(checks.ends_batch({"seen": {"stock_lost": "CUDA error: an illegal memory access"}}))
+        lost = {"passes": [{"calls": [{"error": "RuntimeError: CUDA error: an illegal memory access was encountered"}]}]}
+        self.assertTrue(checks.ends_batch({"seen": lost}))
+        raised = {"passes": [{"calls": [{"error": "RuntimeError: wrong rank"}]}]}
+        self.assertFalse(checks.ends_batch({"seen": raised}), "an op that raised is judged; the batch goes on")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -205,8 +205,8 @@ TargetSession::Batch TargetSession::checkBatch(const std::string& kind, const st
       try {
         obs = checks.attr("observe")(k, pyTarget_, c, j);
       } catch (const py::error_already_set&) {
-        if (i == 0) throw;  // the sandbox restores on the way out, as for one case
-        break;
+        if (cases.size() == 1) throw;  // the sandbox restores on the way out
+        break;                         // judged alone, it raises there again
       }
       pyCases.push_back(c);
       seen.push_back(obs);
@@ -227,15 +227,22 @@ TargetSession::Batch TargetSession::checkBatch(const std::string& kind, const st
     const py::object op = cases[0].is_object() && cases[0].contains("op")
                               ? py::object(py::str(cases[0].value("op", "")))
                               : py::object(py::none());
+    if (seen.empty()) return out;  // the batch's first case raised: as one case, no tamper check after it
     const auto s3 = Clock::now();
     const std::string tampered = py::str(checks.attr("tampered")(op)).cast<std::string>();
     if (!tampered.empty()) throw std::runtime_error(tampered);
     tamperUs = us(Clock::now() - s3);
     for (size_t i = 0; i < seen.size(); ++i) {
       const auto j0 = Clock::now();
-      out.results.push_back(toJson(checks.attr("judge")(k, pyTarget_, pyCases[i], seen[i], j)));
+      try {
+        out.results.push_back(toJson(checks.attr("judge")(k, pyTarget_, pyCases[i], seen[i], j)));
+      } catch (const py::error_already_set&) {
+        if (cases.size() == 1) throw;
+        break;  // this case and those after it are judged alone, where it raises again
+      }
       ownUs[i] += us(Clock::now() - j0);
     }
+    ownUs.resize(out.results.size());
   }
   // Each case's part: its own time and an equal part of the rest (the
   // sandbox, the tamper check, the conversions); one case: the whole call.

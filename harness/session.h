@@ -69,8 +69,9 @@ class __attribute__((visibility("hidden"))) TargetSession {
   /// sandbox is restored and the judging found untouched, judges each, as
   /// check does one. Observing stops after a case whose observation ends a
   /// batch (flagprop.judging.checks.ends_batch: a discard, a lost device
-  /// context) and before a case whose observer raised (judged alone, it
-  /// raises there again); the first case's error propagates, as check's.
+  /// context); a case whose observing or judging raised ends the results
+  /// before it (judged alone, it raises there again: no error is put on
+  /// another case). With one case, as check: its Python error propagates.
   /// Throws std::runtime_error when the judging was tampered with
   /// (flagprop.judging.checks.tampered), and what beforeEach throws.
   Batch checkBatch(const std::string& kind, const std::vector<json>& cases, const json& judging,

@@ -238,6 +238,7 @@ void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpE
     stats.batchOff = state.batchOff.substr(0, 300);
     throw;
   }
+  if (b.results.empty()) return;  // its first case raised: judged alone, as ever
   ++stats.batches;
   size_t keep = b.results.size();
   if (!b.changed.empty()) {

@@ -58,17 +58,27 @@ PyObject* typeDict(py::handle cls) { return reinterpret_cast<PyTypeObject*>(cls.
 // only the keys that differ.
 // Puts `target` back to `snap` (keys of `keepUnlessWatched`'s unwatched
 // names that the case added stay); whether anything was put back.
-bool restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr) {
+// `what`, where given, gets the first key put back (added, or replaced or
+// deleted) when that key is a str.
+bool restoreDict(py::dict target, py::dict snap, const std::vector<std::string>* keepUnlessWatched = nullptr,
+                 std::string* what = nullptr) {
   if (sameItems(target.ptr(), snap.ptr())) return false;
   std::vector<py::object> extra;
   for (auto item : target)
     if (!snap.contains(item.first) && !(keepUnlessWatched && !watched(view(item.first), *keepUnlessWatched)))
       extra.push_back(py::reinterpret_borrow<py::object>(item.first));
-  for (auto& k : extra) PyDict_DelItem(target.ptr(), k.ptr());
+  const auto name = [&](py::handle k, const char* how) {
+    if (what && what->empty() && PyUnicode_Check(k.ptr())) *what = std::string(view(k)) + how;
+  };
+  for (auto& k : extra) {
+    name(k, " added");
+    PyDict_DelItem(target.ptr(), k.ptr());
+  }
   bool put = !extra.empty();
   for (auto item : snap) {
     PyObject* cur = PyDict_GetItem(target.ptr(), item.first.ptr());
     if (cur != item.second.ptr()) {
+      name(item.first, cur ? " replaced" : " removed");
       PyDict_SetItem(target.ptr(), item.first.ptr(), item.second.ptr());
       put = true;
     }
@@ -302,7 +312,7 @@ struct __attribute__((visibility("hidden"))) Sandbox::Impl {
   bool reused = false;
   std::string walkedBecause;
   std::string changed;  // what the restore found changed, the first found ("": nothing)
-  void note(const char* what) {
+  void note(const std::string& what) {
     if (changed.empty()) changed = what;
   }
   py::list path;
@@ -444,10 +454,16 @@ void Sandbox::restore() {
   py::dict mods = sys.attr("modules");
   // Noted where something was put back (a dict written with what it held
   // already, or a library imported and kept, leaves nothing to note).
-  if (changed(mods.ptr(), plan.modulesVersion) && restoreDict(mods, plan.modules, &impl_->roots))
-    impl_->note("sys.modules");
-  for (auto& s : plan.dicts)
-    if (changed(s.owner.ptr(), s.version) && restoreDict(s.owner, s.copy)) impl_->note("a watched module's dict");
+  std::string what;
+  if (changed(mods.ptr(), plan.modulesVersion) && restoreDict(mods, plan.modules, &impl_->roots, &what))
+    impl_->note("sys.modules (" + what + ")");
+  for (auto& s : plan.dicts) {
+    what.clear();
+    if (changed(s.owner.ptr(), s.version) && restoreDict(s.owner, s.copy, nullptr, &what)) {
+      py::object mod = s.owner.contains("__name__") ? py::object(s.owner["__name__"]) : py::str("?");
+      impl_->note("a watched module's dict (" + py::str(mod).cast<std::string>() + "." + what + ")");
+    }
+  }
   for (auto& s : plan.classes)
     if (changed(typeDict(s.owner), s.version) && restoreClass(s.owner, s.copy)) impl_->note("a watched class's dict");
   // Every dict holds its copy again: the next case may reuse the plan, unless

@@ -56,7 +56,8 @@ class Sandbox {
   const std::string& walkedBecause() const;
 
   /// After restore(): the first kind of state found changed since the
-  /// snapshot and put back ("sys.modules", "a watched module's dict",
+  /// snapshot and put back ("sys.modules (NAME added)", "a watched
+  /// module's dict (MODULE.NAME replaced)",
   /// "os.environ", "the working directory", "logging", ...), or "" when the
   /// case(s) left every restored thing as they found it: a dict whose
   /// contents are what they were (written back within the case, or a

@@ -104,10 +104,12 @@ TEST(Sandbox, SaysWhatTheCaseChanged) {
   };
   changedBy("x = 1");  // the first sandbox walks; later ones are warm
   EXPECT_EQ(changedBy("import torch\nx = torch.ones(3).sum()\n"), "");
-  EXPECT_EQ(changedBy("import torch\ntorch._flagprop_leak = 1\n"), "a watched module's dict");
+  EXPECT_EQ(changedBy("import torch\ntorch._flagprop_leak = 1\n"),
+            "a watched module's dict (torch._flagprop_leak added)");
   EXPECT_EQ(changedBy("import torch\ntorch._flagprop_leak = 1\ndel torch._flagprop_leak\n"), "")
       << "a change undone within the case leaves the next case the same state";
-  EXPECT_EQ(changedBy("import sys\nsys.modules['flag_gems.leak'] = sys\n"), "sys.modules");
+  EXPECT_EQ(changedBy("import sys\nsys.modules['flag_gems.leak'] = sys\n"), "sys.modules (flag_gems.leak added)");
+  EXPECT_EQ(changedBy("import sys\ndel sys.modules['flag_gems.runtime']\n"), "sys.modules (flag_gems.runtime removed)");
   EXPECT_EQ(changedBy("import sys\nsys.modules['json'] = sys.modules['json']\n"), "");
   EXPECT_EQ(changedBy("import flag_gems.utils.libentry as le\nle.LibEntry.extra = 1\n"), "a watched class's dict");
   EXPECT_EQ(changedBy("import os\nos.environ['FLAGPROP_LEAK'] = '1'\n"), "os.environ");

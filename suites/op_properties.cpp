@@ -213,13 +213,14 @@ std::string lostDeviceIn(const json& result) {
 // their results wait in state.ahead for judgeOpCase. A batch in which a case
 // changed the interpreter's state keeps only its first case's result (the
 // others did not run as they would alone) and ends batching for these cases.
-void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpEntry& entry,
+// Returns whether batches may follow.
+bool judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpEntry& entry,
                   const std::vector<Case>& cases, const std::function<void(size_t)>& beforeEach) {
   if (cases.empty()) {
     state.ahead.clear();
-    return;
+    return true;
   }
-  if (state.lost || !state.batchOff.empty() || !s.deviceLost.empty()) return;
+  if (state.lost || !state.batchOff.empty() || !s.deviceLost.empty()) return false;
   std::vector<json> todo;
   std::vector<size_t> at;
   std::set<std::string> keys;
@@ -229,7 +230,7 @@ void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpE
     todo.push_back(cases[i].value);
     at.push_back(i);
   }
-  if (todo.size() < 2 || at[0] != 0) return;  // the case at hand alone, as ever
+  if (todo.size() < 2 || at[0] != 0) return true;  // the case at hand alone, as ever
   TargetSession::Batch b;
   try {
     b = s.checkBatch("op", todo, entry.judging, [&](size_t i) { beforeEach(at[i]); });
@@ -238,7 +239,7 @@ void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpE
     stats.batchOff = state.batchOff.substr(0, 300);
     throw;
   }
-  if (b.results.empty()) return;  // its first case raised: judged alone, as ever
+  if (b.results.empty()) return true;  // its first case raised: judged alone, as ever
   ++stats.batches;
   size_t keep = b.results.size();
   if (!b.changed.empty()) {
@@ -247,6 +248,7 @@ void judgeOpBatch(TargetSession& s, OpRunState& state, OpStats& stats, const OpE
     stats.batchOff = state.batchOff;
   }
   for (size_t i = 0; i < keep; ++i) state.ahead.emplace(todo[i].dump(), std::move(b.results[i]));
+  return state.batchOff.empty();
 }
 
 json lostResult(const json& evidence, const std::string& why) {
@@ -424,7 +426,7 @@ PropertyRun opRun(TargetSession& s, const PropertyDef& def, const OpEntry& entry
     return judgeOpCase(*sp, *state, *stats, *e, key, c, true);
   };
   run.judgeAhead = [sp, state, stats, e](const std::vector<Case>& cases, const std::function<void(size_t)>& before) {
-    judgeOpBatch(*sp, *state, *stats, *e, cases, before);
+    return judgeOpBatch(*sp, *state, *stats, *e, cases, before);
   };
   run.judgedAhead = [state](const Case& c) { return state->ahead.count(c.value.dump()) > 0; };
   run.stockInOpPlace = [](bool on) {

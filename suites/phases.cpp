@@ -724,6 +724,10 @@ std::optional<CaseFailure> judgeAhead(RunState& s, const Case& c) {
     s.judgedAhead = true;
     return std::nullopt;
   }
+  if (!s.run.judgeAhead({Case{c.value}}, {})) {  // a run whose batches are over: no drawing ahead
+    stopAhead(s);
+    return std::nullopt;
+  }
   const std::vector<Case> next = s.ahead->next(s.opts.batch);
   if (next.size() < 2) return std::nullopt;
   const std::string sampler = s.sampler();
@@ -737,7 +741,7 @@ std::optional<CaseFailure> judgeAhead(RunState& s, const Case& c) {
     ~Landed() { r.end(); }
   } landed{s.inflight};
   try {
-    s.run.judgeAhead(next, before);
+    if (!s.run.judgeAhead(next, before)) s.ahead->off();  // no drawing ahead for batches that will not come
   } catch (const std::exception& e) {
     // Seen after the batch's restore, so not put on one case of it: the case
     // at hand, the batch's first, carries it, and the run goes on one case

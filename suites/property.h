@@ -137,9 +137,12 @@ struct PropertyRun {
   /// (TargetSession::checkBatch), and keeps their results for `judge` to
   /// answer from; `beforeEach(i)` is called before case i runs. Cases it
   /// already remembers are left out; fewer than two left: it does nothing.
-  /// An empty `cases` drops every result still waiting. Throws what a
-  /// batch's judging throws (a tampered judging). Empty: no batches.
-  std::function<void(const std::vector<Case>& cases, const std::function<void(size_t)>& beforeEach)> judgeAhead;
+  /// An empty `cases` drops every result still waiting. Returns whether
+  /// later batches may follow (false: this run's batches are over, e.g. a
+  /// case changed the interpreter's state; the search stops looking ahead).
+  /// Throws what a batch's judging throws (a tampered judging). Empty: no
+  /// batches.
+  std::function<bool(const std::vector<Case>& cases, const std::function<void(size_t)>& beforeEach)> judgeAhead;
   /// Whether `judge` has a result judged ahead waiting for the case.
   std::function<bool(const Case&)> judgedAhead;
   /// Op runs with a control: turns on (true) or off (false) the stock

@@ -308,14 +308,17 @@ struct Logged {
       return memo[n];
     });
     r.judgeAhead = [this](const std::vector<Case>& cases, const std::function<void(size_t)>& before) {
-      if (cases.empty()) return waiting.clear();
+      if (cases.empty()) {
+        waiting.clear();
+        return true;
+      }
       std::vector<size_t> todo;
       std::set<int> keys;
       for (size_t i = 0; i < cases.size(); ++i) {
         const int n = cases[i].value.get<int>();
         if (!memo.count(n) && !waiting.count(n) && keys.insert(n).second) todo.push_back(i);
       }
-      if (todo.size() < 2 || todo[0] != 0) return;
+      if (todo.size() < 2 || todo[0] != 0) return true;
       ++batches;
       for (size_t i : todo) {
         before(i);
@@ -324,6 +327,7 @@ struct Logged {
         waiting[n] = verdictOf(n);
         if (waiting[n].contains("discard")) break;
       }
+      return true;
     };
     r.judgedAhead = [this](const Case& c) { return waiting.count(c.value.get<int>()) > 0; };
     return r;

@@ -543,10 +543,11 @@ void Sandbox::restore() {
       }
       continue;
     }
+    impl_->note("logging");  // the case assigned to this logger
     for (const auto& [key, value] : {std::pair<const char*, py::object*>{"disabled", &l.disabled},
                                      {"propagate", &l.propagate},
                                      {"handlers", &l.handlers}})
-      if (impl_->note("logging"), *value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
+      if (*value) PyDict_SetItemString(l.dict.ptr(), key, value->ptr());
     if (l.handlers && PyList_Check(l.handlers.ptr()))
       l.handlers.attr("__setitem__")(py::slice(0, PyList_GET_SIZE(l.handlers.ptr()), 1), l.handlersCopy);
     if (l.level) l.logger.attr("setLevel")(l.level);  // also clears the loggers' caches

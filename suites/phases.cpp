@@ -724,10 +724,6 @@ std::optional<CaseFailure> judgeAhead(RunState& s, const Case& c) {
     s.judgedAhead = true;
     return std::nullopt;
   }
-  if (!s.run.judgeAhead({Case{c.value}}, {})) {  // a run whose batches are over: no drawing ahead
-    stopAhead(s);
-    return std::nullopt;
-  }
   const std::vector<Case> next = s.ahead->next(s.opts.batch);
   if (next.size() < 2) return std::nullopt;
   const std::string sampler = s.sampler();
